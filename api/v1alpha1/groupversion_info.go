@@ -1,0 +1,23 @@
+// Package v1alpha1 contains the nettune.io/v1alpha1 API: NetTuningProfile, the
+// fleet-wide declaration of per-host-pair TCP tuning and its staged rollout, and
+// NodeNetTuning, one node's fully rendered desired state and its agent's report.
+//
+// +kubebuilder:object:generate=true
+// +groupName=nettune.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every type in this package.
+	GroupVersion = schema.GroupVersion{Group: "nettune.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

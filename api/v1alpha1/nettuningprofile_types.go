@@ -1,0 +1,666 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Default label keys used to group nodes into vehicles and hosts.
+const (
+	DefaultVehicleLabel  = "nettune.io/vehicle"
+	DefaultHostLabel     = "nettune.io/host"
+	DefaultHardwareLabel = "nettune.io/hardware"
+)
+
+// NetTuningProfileSpec declares TCP tuning for the host pairs of every selected
+// vehicle and how a change to it is rolled out across the fleet.
+// +kubebuilder:validation:XValidation:rule="has(self.defaults) || has(self.hostPairs) || has(self.routes) || has(self.sysctls) || has(self.interfaces)",message="a profile must set at least one of defaults, hostPairs, routes, sysctls or interfaces"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.initcwnd) || has(p.parameters.cwnd) || p.parameters.initcwnd <= self.defaults.cwnd.value)",message="a host pair's initcwnd must not exceed the cwnd.value it inherits from defaults",fieldPath=".hostPairs"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.initcwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.initcwnd) || self.defaults.initcwnd <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the initcwnd it inherits from defaults",fieldPath=".hostPairs"
+type NetTuningProfileSpec struct {
+	// nodeSelector selects the nodes this profile tunes. Empty selects every
+	// node that carries the vehicle label.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// vehicleLabel is the node label whose value names the node's vehicle.
+	// Every node of a vehicle moves to a new revision together.
+	// +optional
+	// +kubebuilder:default="nettune.io/vehicle"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	VehicleLabel string `json:"vehicleLabel,omitempty"`
+
+	// hostLabel is the node label whose value names the compute unit inside its
+	// vehicle (e.g. xavier-a). Host pairs refer to these names.
+	// +optional
+	// +kubebuilder:default="nettune.io/host"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	HostLabel string `json:"hostLabel,omitempty"`
+
+	// hardwareLabel is the node label whose value names the hardware model
+	// (e.g. xavier, orin); canary cohorts chosen by count include every model.
+	// +optional
+	// +kubebuilder:default="nettune.io/hardware"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	HardwareLabel string `json:"hardwareLabel,omitempty"`
+
+	// defaults are the TCP parameters applied to every host pair of the vehicle
+	// (each host to each other host) unless a host pair overrides them.
+	// +optional
+	Defaults *TCPParameters `json:"defaults,omitempty"`
+
+	// hostPairs tune traffic from one host to another inside the same vehicle.
+	// A more specific pair (named hosts) wins over a wildcard one.
+	// +optional
+	// +listType=map
+	// +listMapKey=from
+	// +listMapKey=to
+	// +kubebuilder:validation:MaxItems=64
+	HostPairs []HostPair `json:"hostPairs,omitempty"`
+
+	// routes tune explicit destination prefixes (e.g. a remote logging server).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Routes []ProfileRoute `json:"routes,omitempty"`
+
+	// sysctls set allow-listed kernel parameters on every selected node.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Sysctls []Sysctl `json:"sysctls,omitempty"`
+
+	// interfaces set MTU and offloads of named interfaces.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Interfaces []ProfileInterface `json:"interfaces,omitempty"`
+
+	// priority decides between two profiles that set the same item on one
+	// node: the higher wins. Equal priorities clash: the item is applied from
+	// neither and both profiles report a Conflict condition.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Priority int32 `json:"priority,omitempty"`
+
+	// rollout says how a new revision of this profile reaches the fleet. Without
+	// it, every selected vehicle receives a new revision at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// HostPair tunes the traffic sent from one host to another in the same vehicle.
+type HostPair struct {
+	// from is the sending host (value of the host label), or "*" for any host.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	From string `json:"from"`
+
+	// to is the receiving host (value of the host label), or "*" for any host.
+	// The controller resolves it to the peer node's LAN address.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	To string `json:"to"`
+
+	// parameters override the profile's defaults for this pair.
+	// +optional
+	Parameters *TCPParameters `json:"parameters,omitempty"`
+}
+
+// ProfileRoute tunes an explicit destination prefix.
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || !isCIDR(self.destination) || !isIP(self.source) || cidr(self.destination).ip().family() == ip(self.source).family()",message="source must be of the same address family as destination",fieldPath=".source"
+type ProfileRoute struct {
+	// name identifies the route inside the profile.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// destination is the route's prefix in CIDR notation, e.g. 10.20.0.0/16.
+	// +required
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="destination must be a CIDR such as 10.20.0.0/16"
+	Destination string `json:"destination"`
+
+	// device is the outgoing interface. When the destination has no route on
+	// the host, one is created on this device; without a device, a missing
+	// route is an error.
+	// +optional
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	Device *string `json:"device,omitempty"`
+
+	// source is the preferred source address of the route.
+	// +optional
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="source must be an IP address"
+	Source *string `json:"source,omitempty"`
+
+	// hosts limits the route to these hosts (values of the host label). Empty
+	// means every selected host.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	Hosts []string `json:"hosts,omitempty"`
+
+	// parameters are the route's TCP parameters; they do not inherit defaults.
+	// +required
+	Parameters TCPParameters `json:"parameters"`
+}
+
+// ProfileInterface sets MTU and offloads of an interface on the selected hosts.
+type ProfileInterface struct {
+	InterfaceTuning `json:",inline"`
+
+	// hosts limits the setting to these hosts (values of the host label). Empty
+	// means every selected host.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// RolloutSpec is a staged rollout: the canary cohort receives a new revision
+// first, then steps run in order; after the last step every selected vehicle
+// receives it and it becomes the stable revision.
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || (has(self.analyses) && self.analyses.exists(a, a.name == s.analysis.name)))",message="every analysis step must name an entry of analyses",fieldPath=".steps"
+type RolloutSpec struct {
+	// canary chooses the vehicles that receive a new revision first.
+	// +required
+	Canary CanarySpec `json:"canary"`
+
+	// steps run in order after the canary cohort is updated.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Steps []RolloutStep `json:"steps,omitempty"`
+
+	// analyses define the checks that analysis steps run.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Analyses []AnalysisSpec `json:"analyses,omitempty"`
+
+	// maxUnavailable caps the vehicles being updated at once, as a count or a
+	// percentage of the selected vehicles ("25%"). Defaults to 1.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxUnavailable must be a count of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// failureBudget is how many vehicles of the rollout may report RolledBack
+	// or Degraded before the whole rollout is rolled back, as a count or a
+	// percentage. Defaults to 0: the first failing vehicle rolls it back.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="failureBudget must be a count of at least 0 or a percentage from 0% to 100%"
+	FailureBudget *intstr.IntOrString `json:"failureBudget,omitempty"`
+
+	// unreachableAfter is how long a vehicle's agents may stay silent before
+	// the vehicle counts as Unreachable (neither success nor failure).
+	// +optional
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	UnreachableAfter *metav1.Duration `json:"unreachableAfter,omitempty"`
+
+	// unreachableTimeout is how long a step waits for Unreachable vehicles
+	// before it moves on without them; they catch up when they return.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	UnreachableTimeout *metav1.Duration `json:"unreachableTimeout,omitempty"`
+
+	// revisionHistoryLimit bounds the revisions kept in status.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// paused holds the rollout at its current step until set back to false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// CanarySpec chooses the canary cohort by exactly one of vehicles, selector or count.
+// +kubebuilder:validation:XValidation:rule="[has(self.vehicles), has(self.selector), has(self.count)].exists_one(x, x)",message="canary must set exactly one of vehicles, selector or count"
+type CanarySpec struct {
+	// vehicles names the canary vehicles (values of the vehicle label).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MinLength=1
+	Vehicles []string `json:"vehicles,omitempty"`
+
+	// selector chooses canary vehicles by node labels; a vehicle is a canary
+	// when any of its nodes matches.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// count picks this many vehicles, stratified so that every hardware model
+	// in the selected fleet is represented.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Count *int32 `json:"count,omitempty"`
+}
+
+// RolloutStep is exactly one of setVehicles, pause or analysis.
+// +kubebuilder:validation:XValidation:rule="[has(self.setVehicles), has(self.pause), has(self.analysis)].exists_one(x, x)",message="a step must set exactly one of setVehicles, pause or analysis"
+type RolloutStep struct {
+	// setVehicles grows the set of vehicles on the new revision.
+	// +optional
+	SetVehicles *SetVehiclesStep `json:"setVehicles,omitempty"`
+
+	// pause waits for a duration, or until promoted when no duration is given.
+	// +optional
+	Pause *PauseStep `json:"pause,omitempty"`
+
+	// analysis runs a named check from rollout.analyses and rolls the
+	// rollout back when it fails.
+	// +optional
+	Analysis *AnalysisStep `json:"analysis,omitempty"`
+}
+
+// SetVehiclesStep sets how many vehicles run the new revision, by exactly one
+// of count or percent of the selected vehicles (canaries included).
+// +kubebuilder:validation:XValidation:rule="[has(self.count), has(self.percent)].exists_one(x, x)",message="setVehicles must set exactly one of count or percent"
+type SetVehiclesStep struct {
+	// count is the number of vehicles on the new revision after this step.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	Count *int32 `json:"count,omitempty"`
+
+	// percent is the share of selected vehicles on the new revision after this
+	// step, rounded up.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent *int32 `json:"percent,omitempty"`
+}
+
+// PauseStep holds the rollout.
+type PauseStep struct {
+	// duration of the pause; without it the rollout waits until promoted.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// AnalysisStep runs a named analysis.
+type AnalysisStep struct {
+	// name of an entry in rollout.analyses.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// AnalysisProvider is the metrics backend an analysis queries.
+// +kubebuilder:validation:Enum=Loki;Prometheus
+type AnalysisProvider string
+
+// Analysis providers.
+const (
+	ProviderLoki       AnalysisProvider = "Loki"
+	ProviderPrometheus AnalysisProvider = "Prometheus"
+)
+
+// InconclusivePolicy is what an Inconclusive analysis does to the rollout.
+// +kubebuilder:validation:Enum=Pause;Abort
+type InconclusivePolicy string
+
+// Inconclusive policies.
+const (
+	InconclusivePause InconclusivePolicy = "Pause"
+	InconclusiveAbort InconclusivePolicy = "Abort"
+)
+
+// AnalysisSpec compares a metric of the canary vehicles against the baseline
+// vehicles (those still on the stable revision) and against an absolute ceiling.
+// +kubebuilder:validation:XValidation:rule="has(self.maxValue) || has(self.maxBaselineFactor)",message="an analysis must set maxValue, maxBaselineFactor or both",fieldPath=".maxValue"
+type AnalysisSpec struct {
+	// name identifies the analysis for analysis steps.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// provider is the backend queried: Loki (LogQL) or Prometheus (PromQL).
+	// +required
+	Provider AnalysisProvider `json:"provider"`
+
+	// address overrides the controller's default URL for the provider.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="address must be an http or https URL"
+	Address *string `json:"address,omitempty"`
+
+	// query is a Go template of a LogQL or PromQL instant query returning one
+	// value, rendered once for the canary vehicles and once for the baseline.
+	// Fields: .Vehicles (a regex alternation of vehicle names), .Revision,
+	// .Profile, .Window (e.g. 5m).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+
+	// samplesQuery is a template like query returning the number of samples
+	// behind the value; below minSamples the measurement is Inconclusive.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	SamplesQuery *string `json:"samplesQuery,omitempty"`
+
+	// interval between measurements.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// window is the range each measurement covers.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Window *metav1.Duration `json:"window,omitempty"`
+
+	// measurements is how many successful measurements pass the analysis.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Measurements *int32 `json:"measurements,omitempty"`
+
+	// minSamples is the fewest samples (per cohort) a measurement needs.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000
+	MinSamples *int64 `json:"minSamples,omitempty"`
+
+	// maxValue is the absolute ceiling for the canary value, a decimal in the
+	// query's unit (e.g. "20" for 20 ms).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	MaxValue *string `json:"maxValue,omitempty"`
+
+	// maxBaselineFactor bounds the canary relative to the baseline:
+	// canary <= baseline * maxBaselineFactor + maxBaselineOffset (e.g. "1.10").
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	MaxBaselineFactor *string `json:"maxBaselineFactor,omitempty"`
+
+	// maxBaselineOffset is added to the relative ceiling (e.g. "1" for 1 ms).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	MaxBaselineOffset *string `json:"maxBaselineOffset,omitempty"`
+
+	// failureLimit is how many failed measurements are tolerated; one more
+	// fails the analysis.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	FailureLimit *int32 `json:"failureLimit,omitempty"`
+
+	// consecutiveErrorLimit is how many query errors in a row are tolerated;
+	// one more makes the analysis Inconclusive.
+	// +optional
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
+
+	// inconclusiveLimit is how many Inconclusive measurements are tolerated
+	// before onInconclusive applies.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	InconclusiveLimit *int32 `json:"inconclusiveLimit,omitempty"`
+
+	// onInconclusive is what an Inconclusive analysis does: Pause the rollout
+	// until promoted, or Abort it (roll back).
+	// +optional
+	// +kubebuilder:default=Pause
+	OnInconclusive InconclusivePolicy `json:"onInconclusive,omitempty"`
+
+	// dryRun evaluates and reports the analysis without acting on its result.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// VehicleCounts counts the vehicles of a profile.
+type VehicleCounts struct {
+	// total is the number of vehicles the profile selects.
+	// +optional
+	Total int32 `json:"total"`
+	// updated is the number of vehicles assigned the current revision.
+	// +optional
+	Updated int32 `json:"updated"`
+	// verified is the number of vehicles whose every node verified its revision.
+	// +optional
+	Verified int32 `json:"verified"`
+	// unreachable is the number of vehicles whose agents stopped reporting.
+	// +optional
+	Unreachable int32 `json:"unreachable"`
+	// failed is the number of vehicles with a node RolledBack or Degraded.
+	// +optional
+	Failed int32 `json:"failed"`
+}
+
+// RevisionVehicles counts the vehicles assigned one revision.
+type RevisionVehicles struct {
+	// revision is the revision name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Revision string `json:"revision"`
+	// vehicles is the number of vehicles assigned it.
+	// +required
+	Vehicles int32 `json:"vehicles"`
+}
+
+// Revision is one immutable, content-addressed revision of a profile.
+type Revision struct {
+	// name is "<profile>-<hash>", the hash covering the tuning content.
+	// +required
+	// +kubebuilder:validation:MaxLength=320
+	Name string `json:"name"`
+	// generation is the profile generation that produced it.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// created is when the revision was first seen.
+	// +optional
+	Created metav1.Time `json:"created,omitempty"`
+	// outcome is Stable, Progressing, RolledBack or Superseded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// AnalysisResult is the latest outcome of one analysis.
+type AnalysisResult struct {
+	// name of the analysis.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// step is the index of the step that ran it.
+	// +optional
+	Step int32 `json:"step,omitempty"`
+	// phase is Running, Successful, Failed, Inconclusive or Error.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Phase string `json:"phase,omitempty"`
+	// canaryValue is the latest canary value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	CanaryValue string `json:"canaryValue,omitempty"`
+	// baselineValue is the latest baseline value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	BaselineValue string `json:"baselineValue,omitempty"`
+	// threshold is the ceiling the canary value was held to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Threshold string `json:"threshold,omitempty"`
+	// successful, failed, inconclusive and errors count measurements so far.
+	// +optional
+	Successful int32 `json:"successful,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	Inconclusive int32 `json:"inconclusive,omitempty"`
+	// +optional
+	Errors int32 `json:"errors,omitempty"`
+	// message explains the phase.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// lastMeasured is when the latest measurement was taken.
+	// +optional
+	LastMeasured *metav1.Time `json:"lastMeasured,omitempty"`
+}
+
+// NetTuningProfileStatus is the observed state of a profile and its rollout.
+type NetTuningProfileStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready, Reconciling, Stalled, Progressing, RolledBack,
+	// Paused, Conflict.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// currentRevision is the revision being rolled out (or the stable one).
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// stableRevision is the last revision that finished a rollout.
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	StableRevision string `json:"stableRevision,omitempty"`
+
+	// failedRevision is a revision that was rolled back; it is not retried
+	// until the spec changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	FailedRevision string `json:"failedRevision,omitempty"`
+
+	// currentStep is the index of the rollout step in progress; equal to the
+	// number of steps when the rollout is complete.
+	// +optional
+	CurrentStep *int32 `json:"currentStep,omitempty"`
+
+	// stepStarted is when the current step began.
+	// +optional
+	StepStarted *metav1.Time `json:"stepStarted,omitempty"`
+
+	// phase summarizes the rollout: Progressing, Paused, Healthy, RolledBack
+	// or Degraded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Phase string `json:"phase,omitempty"`
+
+	// vehicles counts the selected vehicles by state.
+	// +optional
+	Vehicles VehicleCounts `json:"vehicles,omitempty"`
+
+	// revisionVehicles counts vehicles per assigned revision.
+	// +optional
+	// +listType=map
+	// +listMapKey=revision
+	// +kubebuilder:validation:MaxItems=101
+	RevisionVehicles []RevisionVehicles `json:"revisionVehicles,omitempty"`
+
+	// canaryVehicles are the vehicles of the canary cohort.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	CanaryVehicles []string `json:"canaryVehicles,omitempty"`
+
+	// revisions is the bounded revision history, newest last.
+	// +optional
+	// +kubebuilder:validation:MaxItems=101
+	Revisions []Revision `json:"revisions,omitempty"`
+
+	// analysis holds the latest result of each analysis of the current step.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Analysis []AnalysisResult `json:"analysis,omitempty"`
+}
+
+// NetTuningProfile declares per-host-pair TCP tuning for a fleet of vehicles
+// and rolls it out canary first.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ntp,categories=nettune
+// +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Stable",type=string,JSONPath=`.status.stableRevision`
+// +kubebuilder:printcolumn:name="Current",type=string,JSONPath=`.status.currentRevision`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.vehicles.updated`
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=`.status.vehicles.total`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NetTuningProfile struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired tuning and rollout.
+	// +required
+	Spec NetTuningProfileSpec `json:"spec"`
+
+	// status is the observed state, written by the controller.
+	// +optional
+	Status NetTuningProfileStatus `json:"status,omitempty"`
+}
+
+// NetTuningProfileList is a list of NetTuningProfile.
+// +kubebuilder:object:root=true
+type NetTuningProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NetTuningProfile `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NetTuningProfile{}, &NetTuningProfileList{})
+}

@@ -1,0 +1,244 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// NodeNetTuning condition types, reported by the node agent.
+const (
+	// ConditionApplied is True when the agent applied spec.revision.
+	ConditionApplied = "Applied"
+	// ConditionVerified is True when every item read back equal to the spec
+	// and the post-apply probes passed.
+	ConditionVerified = "Verified"
+	// ConditionDrifted is True while the agent is repairing drift (a route
+	// recreated without its metrics, a sysctl changed by someone else).
+	ConditionDrifted = "Drifted"
+	// ConditionRolledBack is True when the agent reverted to its
+	// last-known-good state because a probe failed after an apply.
+	ConditionRolledBack = "RolledBack"
+	// ConditionDegraded is True when the agent cannot reach the desired state.
+	ConditionDegraded = "Degraded"
+)
+
+// NetTuningProfile condition types, written by the controller.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+	ConditionProgressing = "Progressing"
+	ConditionPaused      = "Paused"
+	ConditionConflict    = "Conflict"
+)
+
+// NodeRoute is one concrete route to tune on the node.
+type NodeRoute struct {
+	// destination is the route's prefix in CIDR notation; a single peer host
+	// is a /32 (or /128).
+	// +required
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="destination must be a CIDR such as 192.168.10.3/32"
+	Destination string `json:"destination"`
+
+	// device is the outgoing interface; a missing route is created on it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	Device string `json:"device,omitempty"`
+
+	// source is the route's preferred source address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="source must be an IP address"
+	Source string `json:"source,omitempty"`
+
+	// peer is the host (value of the host label) this route reaches, when it
+	// was rendered from a host pair.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Peer string `json:"peer,omitempty"`
+
+	// profile is the NetTuningProfile the route's parameters come from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Profile string `json:"profile,omitempty"`
+
+	// parameters are the route's TCP parameters.
+	// +required
+	Parameters TCPParameters `json:"parameters"`
+}
+
+// Peer is another host of the same vehicle, used by the agent's local probes.
+type Peer struct {
+	// host is the peer's value of the host label.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Host string `json:"host"`
+
+	// address is the peer's LAN address.
+	// +required
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="address must be an IP address"
+	Address string `json:"address"`
+
+	// probePort is a TCP port the post-apply probe connects to (the peer
+	// agent's port). Zero disables the connect probe for this peer.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	ProbePort int32 `json:"probePort,omitempty"`
+}
+
+// SourceProfile names a profile revision that contributed to the node's spec.
+type SourceProfile struct {
+	// name of the NetTuningProfile.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// revision of that profile rendered here.
+	// +required
+	// +kubebuilder:validation:MaxLength=320
+	Revision string `json:"revision"`
+}
+
+// NodeNetTuningSpec is one node's fully rendered desired network state.
+type NodeNetTuningSpec struct {
+	// revision identifies the content of this spec; the agent reports it back
+	// in status.appliedRevision once applied.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=320
+	Revision string `json:"revision"`
+
+	// profiles are the profile revisions rendered into this spec.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Profiles []SourceProfile `json:"profiles,omitempty"`
+
+	// routes to tune, each by destination.
+	// +optional
+	// +listType=map
+	// +listMapKey=destination
+	// +kubebuilder:validation:MaxItems=512
+	Routes []NodeRoute `json:"routes,omitempty"`
+
+	// sysctls to set.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Sysctls []Sysctl `json:"sysctls,omitempty"`
+
+	// interfaces to set.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Interfaces []InterfaceTuning `json:"interfaces,omitempty"`
+
+	// peers are the other hosts of the vehicle, probed after every apply.
+	// +optional
+	// +listType=map
+	// +listMapKey=host
+	// +kubebuilder:validation:MaxItems=64
+	Peers []Peer `json:"peers,omitempty"`
+}
+
+// ItemResult is the agent's report on one item of the spec.
+type ItemResult struct {
+	// kind is Route, Sysctl or Interface.
+	// +required
+	// +kubebuilder:validation:Enum=Route;Sysctl;Interface
+	Kind string `json:"kind"`
+	// name is the route destination, sysctl name or interface name.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+	// state is Verified, NotEffective (set but ignored by the kernel, e.g.
+	// ssthresh while tcp_no_ssthresh_metrics_save=1), Mismatch or Failed.
+	// +required
+	// +kubebuilder:validation:Enum=Verified;NotEffective;Mismatch;Failed
+	State string `json:"state"`
+	// desired is the value asked for, in iproute2 notation for routes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Desired string `json:"desired,omitempty"`
+	// observed is the value read back from the kernel.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Observed string `json:"observed,omitempty"`
+	// message explains a state other than Verified.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+}
+
+// NodeNetTuningStatus is the node agent's report.
+type NodeNetTuningStatus struct {
+	// observedGeneration is the spec generation the agent acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// appliedRevision is the revision in force on the node (after a local
+	// revert, the last-known-good one).
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	AppliedRevision string `json:"appliedRevision,omitempty"`
+
+	// conditions: Applied, Verified, Drifted, RolledBack, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// items report desired versus observed values of every item.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1024
+	Items []ItemResult `json:"items,omitempty"`
+
+	// driftRepairs counts drift repairs since the agent started.
+	// +optional
+	DriftRepairs int64 `json:"driftRepairs,omitempty"`
+
+	// lastHeartbeatTime is when the agent last reported, even unchanged.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+}
+
+// NodeNetTuning is one node's rendered network tuning, named after the node,
+// written by the controller and reported on by that node's agent.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nnt,categories=nettune
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.spec.revision`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.conditions[?(@.type=="Verified")].status`
+// +kubebuilder:printcolumn:name="Applied-Revision",type=string,JSONPath=`.status.appliedRevision`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeNetTuning struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the node's rendered desired state.
+	// +required
+	Spec NodeNetTuningSpec `json:"spec"`
+
+	// status is the agent's report.
+	// +optional
+	Status NodeNetTuningStatus `json:"status,omitempty"`
+}
+
+// NodeNetTuningList is a list of NodeNetTuning.
+// +kubebuilder:object:root=true
+type NodeNetTuningList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeNetTuning `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeNetTuning{}, &NodeNetTuningList{})
+}

@@ -1,0 +1,336 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	nettunev1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+// cp is one real etcd + kube-apiserver shared by the tests of this package.
+var cp *localcp.ControlPlane
+
+func TestMain(m *testing.M) {
+	var err error
+	cp, err = localcp.Start("")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+func samplesDir(t *testing.T) string {
+	t.Helper()
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "config", "samples")
+}
+
+// TestSamplesAreAccepted creates every manifest in config/samples.
+func TestSamplesAreAccepted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(samplesDir(t), "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("expected at least 6 samples, found %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+				t.Fatalf("parsing %s: %v", f, err)
+			}
+			u.SetName("sample-" + u.GetName())
+			if err := cp.Client.Create(context.Background(), u); err != nil {
+				t.Fatalf("sample %s refused: %v", filepath.Base(f), err)
+			}
+			t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), u) })
+		})
+	}
+}
+
+// TestDefaultsAreApplied checks the defaults the CRD fills in at admission.
+func TestDefaultsAreApplied(t *testing.T) {
+	ctx := context.Background()
+	p := mustProfile(t, "defaults", `
+defaults:
+  cwnd: {value: 30}
+  rtoMin: 10ms
+rollout:
+  canary: {count: 2}
+  analyses:
+  - name: lat
+    provider: Loki
+    query: q
+    maxValue: "20"
+  steps:
+  - analysis: {name: lat}
+`)
+	if err := cp.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Client.Delete(ctx, p) })
+	got := &nettunev1alpha1.NetTuningProfile{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Spec
+	if s.VehicleLabel != nettunev1alpha1.DefaultVehicleLabel || s.HostLabel != nettunev1alpha1.DefaultHostLabel || s.HardwareLabel != nettunev1alpha1.DefaultHardwareLabel {
+		t.Errorf("label keys not defaulted: %q %q %q", s.VehicleLabel, s.HostLabel, s.HardwareLabel)
+	}
+	if s.Defaults.Cwnd.Lock == nil || !*s.Defaults.Cwnd.Lock {
+		t.Errorf("cwnd.lock not defaulted to true: %v", s.Defaults.Cwnd.Lock)
+	}
+	if s.Defaults.RTOMin.Duration.Milliseconds() != 10 {
+		t.Errorf("rtoMin = %v, want 10ms", s.Defaults.RTOMin.Duration)
+	}
+	a := s.Rollout.Analyses[0]
+	if a.Interval.Duration.String() != "1m0s" || a.Window.Duration.String() != "5m0s" || *a.Measurements != 3 || *a.MinSamples != 100 || a.OnInconclusive != nettunev1alpha1.InconclusivePause {
+		t.Errorf("analysis defaults wrong: %+v", a)
+	}
+	if *s.Rollout.RevisionHistoryLimit != 10 || s.Rollout.UnreachableAfter.Duration.String() != "2m0s" {
+		t.Errorf("rollout defaults wrong: %+v", s.Rollout)
+	}
+}
+
+func mustProfile(t *testing.T, name, specYAML string) *unstructured.Unstructured {
+	t.Helper()
+	spec := map[string]any{}
+	if err := yaml.Unmarshal([]byte(specYAML), &spec); err != nil {
+		t.Fatalf("test spec YAML: %v", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "nettune.io/v1alpha1",
+		"kind":       "NetTuningProfile",
+		"metadata":   map[string]any{"name": name},
+		"spec":       spec,
+	}}
+	return u
+}
+
+const validRollout = `
+rollout:
+  canary: {count: 1}
+  analyses:
+  - {name: lat, provider: Loki, query: q, maxValue: "20"}
+`
+
+type invalidCase struct {
+	name  string
+	spec  string
+	field string // the field path the error must name
+	msg   string // a fragment of the message
+}
+
+var invalidProfiles = []invalidCase{
+	{"rtoMin below 1ms", `defaults: {rtoMin: 500us}`, "spec.defaults.rtoMin", "between 1ms and 2s"},
+	{"rtoMin above 2s", `defaults: {rtoMin: 3s}`, "spec.defaults.rtoMin", "between 1ms and 2s"},
+	{"rtoMin not a duration", `defaults: {rtoMin: fast}`, "spec.defaults.rtoMin", "should match"},
+	{"cwnd zero", `defaults: {cwnd: {value: 0}}`, "spec.defaults.cwnd.value", "greater than or equal to 1"},
+	{"cwnd above 65535", `defaults: {cwnd: {value: 70000}}`, "spec.defaults.cwnd.value", "less than or equal to 65535"},
+	{"cwnd without value", `defaults: {cwnd: {lock: true}}`, "spec.defaults.cwnd.value", "Required value"},
+	{"initcwnd zero", `defaults: {initcwnd: 0}`, "spec.defaults.initcwnd", "greater than or equal to 1"},
+	{"initrwnd above 65535", `defaults: {initrwnd: 65536}`, "spec.defaults.initrwnd", "less than or equal to 65535"},
+	{"ssthresh negative", `defaults: {ssthresh: -1}`, "spec.defaults.ssthresh", "greater than or equal to 1"},
+	{"initcwnd above cwnd", `defaults: {cwnd: {value: 30}, initcwnd: 40}`, "spec.defaults.initcwnd", "initcwnd must not exceed cwnd.value"},
+	{"ssthresh above cwnd", `defaults: {cwnd: {value: 30}, ssthresh: 40}`, "spec.defaults.ssthresh", "ssthresh must not exceed cwnd.value"},
+	{"host pair initcwnd above inherited cwnd", `
+defaults: {cwnd: {value: 30}}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {initcwnd: 40}}]`, "spec.hostPairs", "initcwnd must not exceed the cwnd.value it inherits"},
+	{"host pair initcwnd above own cwnd", `hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}, initcwnd: 20}}]`, "spec.hostPairs[0].parameters.initcwnd", "initcwnd must not exceed cwnd.value"},
+	{"route mtu below 576", `defaults: {mtu: 500}`, "spec.defaults.mtu", "greater than or equal to 576"},
+	{"advmss too small", `defaults: {advmss: 10}`, "spec.defaults.advmss", "greater than or equal to 88"},
+	{"interface mtu above 65535", `interfaces: [{name: eth0, mtu: 70000}]`, "spec.interfaces[0].mtu", "less than or equal to 65535"},
+	{"interface name too long", `interfaces: [{name: averyveryverylongname, gro: false}]`, "spec.interfaces[0].name", "may not be more than 15"},
+	{"duplicate interface", `interfaces: [{name: eth0, mtu: 1500}, {name: eth0, gro: false}]`, "spec.interfaces[1]", "Duplicate value"},
+	{"unknown congestion control", `defaults: {congestionControl: turbo}`, "spec.defaults.congestionControl", "Unsupported value"},
+	{"route prefix length 33", `routes: [{name: depot, destination: 10.0.0.0/33, parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "must be a CIDR"},
+	{"route destination not a CIDR", `routes: [{name: depot, destination: depot.example, parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "must be a CIDR"},
+	{"route source not an IP", `routes: [{name: depot, destination: 10.0.0.0/8, source: 10.0.0.x, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "must be an IP address"},
+	{"route source of other family", `routes: [{name: depot, destination: 10.0.0.0/8, source: "fd00::1", parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "same address family"},
+	{"route without parameters", `routes: [{name: depot, destination: 10.0.0.0/8}]`, "spec.routes[0].parameters", "Required value"},
+	{"duplicate route names", `routes: [{name: depot, destination: 10.0.0.0/8, parameters: {initcwnd: 10}}, {name: depot, destination: 10.1.0.0/16, parameters: {initcwnd: 10}}]`, "spec.routes[1]", "Duplicate value"},
+	{"route device with a space", `routes: [{name: depot, destination: 10.0.0.0/8, device: "eth 0", parameters: {initcwnd: 10}}]`, "spec.routes[0].device", "should match"},
+	{"duplicate host pair", `hostPairs: [{from: xavier-a, to: xavier-b}, {from: xavier-a, to: xavier-b}]`, "spec.hostPairs[1]", "Duplicate value"},
+	{"host pair with invalid host", `hostPairs: [{from: Xavier_A, to: xavier-b}]`, "spec.hostPairs[0].from", "should match"},
+	{"too many host pairs", "hostPairs: [" + manyHostPairs(65) + "]", "spec.hostPairs", "must have at most 64 items"},
+	{"sysctl outside allow-list", `sysctls: [{name: kernel.panic, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
+	{"sysctl ip_forward refused", `sysctls: [{name: net.ipv4.ip_forward, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
+	{"sysctl value with shell characters", `sysctls: [{name: net.ipv4.tcp_rmem, value: "4096; reboot"}]`, "spec.sysctls[0].value", "should match"},
+	{"duplicate sysctl", `sysctls: [{name: net.core.rmem_max, value: "1"}, {name: net.core.rmem_max, value: "2"}]`, "spec.sysctls[1]", "Duplicate value"},
+	{"empty spec", `priority: 1`, "spec", "must set at least one of"},
+	{"priority above 1000", `priority: 5000
+defaults: {initcwnd: 10}`, "spec.priority", "less than or equal to 1000"},
+	{"vehicle label not a label key", `vehicleLabel: "bad label!"
+defaults: {initcwnd: 10}`, "spec.vehicleLabel", "should match"},
+	{"step with two actions", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{setVehicles: {percent: 50}, pause: {}}]`, "spec.rollout.steps[0]", "exactly one of setVehicles, pause or analysis"},
+	{"step with no action", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{}]`, "spec.rollout.steps[0]", "exactly one of setVehicles, pause or analysis"},
+	{"percent above 100", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{setVehicles: {percent: 101}}]`, "spec.rollout.steps[0].setVehicles.percent", "less than or equal to 100"},
+	{"setVehicles count and percent", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{setVehicles: {percent: 10, count: 2}}]`, "spec.rollout.steps[0].setVehicles", "exactly one of count or percent"},
+	{"pause duration not a duration", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{pause: {duration: forever}}]`, "spec.rollout.steps[0].pause.duration", "should match"},
+	{"analysis step names unknown analysis", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{analysis: {name: nope}}]`, "spec.rollout.steps", "must name an entry of analyses"},
+	{"canary cohort empty", `defaults: {initcwnd: 10}
+rollout: {canary: {}}`, "spec.rollout.canary", "exactly one of vehicles, selector or count"},
+	{"canary vehicles empty list", `defaults: {initcwnd: 10}
+rollout: {canary: {vehicles: []}}`, "spec.rollout.canary.vehicles", "at least 1 items"},
+	{"canary by names and count", `defaults: {initcwnd: 10}
+rollout: {canary: {vehicles: [av-001], count: 2}}`, "spec.rollout.canary", "exactly one of vehicles, selector or count"},
+	{"canary count zero", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 0}}`, "spec.rollout.canary.count", "greater than or equal to 1"},
+	{"maxUnavailable zero", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 1}, maxUnavailable: 0}`, "spec.rollout.maxUnavailable", "at least 1"},
+	{"maxUnavailable above 100%", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 1}, maxUnavailable: "150%"}`, "spec.rollout.maxUnavailable", "percentage from 1% to 100%"},
+	{"analysis provider unknown", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Datadog, query: q, maxValue: "20"}]`, "spec.rollout.analyses[0].provider", "Unsupported value"},
+	{"analysis threshold not a number", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: twenty}]`, "spec.rollout.analyses[0].maxValue", "should match"},
+	{"analysis without threshold", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q}]`, "spec.rollout.analyses[0].maxValue", "must set maxValue, maxBaselineFactor or both"},
+	{"analysis address not http", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", address: "ftp://loki:3100"}]`, "spec.rollout.analyses[0].address", "http or https URL"},
+	{"analysis without query", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, maxValue: "1"}]`, "spec.rollout.analyses[0].query", "Required value"},
+	{"duplicate analysis names", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1"}, {name: lat, provider: Prometheus, query: q, maxValue: "1"}]`, "spec.rollout.analyses[1]", "Duplicate value"},
+	{"revision history above 100", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 1}, revisionHistoryLimit: 500}`, "spec.rollout.revisionHistoryLimit", "less than or equal to 100"},
+}
+
+func manyHostPairs(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("{from: h%d, to: h%d}", i, i+1)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TestInvalidProfilesAreRefused submits each malformed profile to the real
+// kube-apiserver and checks it is refused with a message naming the field.
+func TestInvalidProfilesAreRefused(t *testing.T) {
+	if len(invalidProfiles) < 25 {
+		t.Fatalf("the table must hold at least 25 cases, has %d", len(invalidProfiles))
+	}
+	ctx := context.Background()
+	for i, tc := range invalidProfiles {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustProfile(t, fmt.Sprintf("invalid-%d", i), tc.spec)
+			err := cp.Client.Create(ctx, p)
+			if err == nil {
+				_ = cp.Client.Delete(ctx, p)
+				t.Fatalf("profile was accepted, want refusal naming %s", tc.field)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			assertNamesField(t, err, tc.field, tc.msg)
+		})
+	}
+	// Nothing refused was stored.
+	list := &nettunev1alpha1.NetTuningProfileList{}
+	if err := cp.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, "invalid-") {
+			t.Errorf("refused profile %s was stored", p.Name)
+		}
+	}
+}
+
+// assertNamesField checks the error carries a cause for field (exactly) whose
+// message contains msg, and that the error text names the field too.
+func assertNamesField(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		t.Fatalf("error carries no details: %v", err)
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == field && strings.Contains(c.Message, msg) {
+			if !strings.Contains(err.Error(), field) {
+				t.Fatalf("error text does not name %s: %v", field, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no cause for field %q with message containing %q; got:\n%v", field, msg, err)
+}
+
+var invalidNodeTunings = []invalidCase{
+	{"empty revision", `revision: ""`, "spec.revision", "at least 1 chars"},
+	{"route destination not a CIDR", `
+revision: r1
+routes: [{destination: 192.168.10.300/32, parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "must be a CIDR"},
+	{"route rtoMin out of range", `
+revision: r1
+routes: [{destination: 192.168.10.3/32, parameters: {rtoMin: 5s}}]`, "spec.routes[0].parameters.rtoMin", "between 1ms and 2s"},
+	{"peer address not an IP", `
+revision: r1
+peers: [{host: xavier-b, address: xavier-b.local}]`, "spec.peers[0].address", "must be an IP address"},
+	{"duplicate route destination", `
+revision: r1
+routes: [{destination: 192.168.10.3/32, parameters: {initcwnd: 10}}, {destination: 192.168.10.3/32, parameters: {initcwnd: 12}}]`, "spec.routes[1]", "Duplicate value"},
+	{"sysctl outside allow-list", `
+revision: r1
+sysctls: [{name: vm.swappiness, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
+}
+
+// TestInvalidNodeNetTuningsAreRefused holds the rendered per-node objects to
+// the same rules, so nothing the agent could not apply is ever stored.
+func TestInvalidNodeNetTuningsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range invalidNodeTunings {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.spec), &spec); err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "nettune.io/v1alpha1", "kind": "NodeNetTuning",
+				"metadata": map[string]any{"name": fmt.Sprintf("invalid-node-%d", i)},
+				"spec":     spec,
+			}}
+			err := cp.Client.Create(ctx, u)
+			if err == nil {
+				_ = cp.Client.Delete(ctx, u)
+				t.Fatalf("accepted, want refusal naming %s", tc.field)
+			}
+			assertNamesField(t, err, tc.field, tc.msg)
+		})
+	}
+}

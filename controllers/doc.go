@@ -1,0 +1,11 @@
+// Package controllers holds the nettune reconcilers.
+//
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings/status,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+package controllers
