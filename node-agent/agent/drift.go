@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/nettune/nettune/node-agent/kernel"
+)
+
+// Repair re-tunes every item of the committed spec that no longer reads back
+// as desired (a route recreated without metrics by a link flap, DHCP or a
+// hand-typed `ip route`, a sysctl changed by someone else) and returns how
+// many items it repaired.
+func (e *Engine) Repair(ctx context.Context) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	spec, err := e.CommittedSpec()
+	if err != nil || spec.Revision == "" {
+		return 0, err
+	}
+	repaired := 0
+	routes := map[string]int{}
+	for i, r := range spec.Routes {
+		routes[r.Destination] = i
+	}
+	for _, it := range e.Observe(spec) {
+		if it.State == StateVerified || it.State == StateNotEffective {
+			continue
+		}
+		switch it.Kind {
+		case "Route":
+			rs, err := kernel.RouteSpecFromNodeRoute(spec.Routes[routes[it.Name]])
+			if err != nil {
+				return repaired, err
+			}
+			if _, err := e.Host.ApplyRoute(rs); err != nil {
+				return repaired, fmt.Errorf("repairing route %s: %w", it.Name, err)
+			}
+		case "Sysctl":
+			for _, s := range spec.Sysctls {
+				if s.Name == it.Name {
+					if _, err := e.Host.WriteSysctl(s.Name, s.Value); err != nil {
+						return repaired, fmt.Errorf("repairing sysctl %s: %w", s.Name, err)
+					}
+				}
+			}
+		case "Interface":
+			for _, i := range spec.Interfaces {
+				if i.Name == it.Name {
+					if _, _, err := e.Host.ApplyInterface(i); err != nil {
+						return repaired, fmt.Errorf("repairing interface %s: %w", i.Name, err)
+					}
+				}
+			}
+		}
+		repaired++
+		e.Log.Info("drift repaired", "kind", it.Kind, "item", it.Name, "was", it.Observed, "want", it.Desired)
+	}
+	if repaired > 0 {
+		e.prime(ctx, spec)
+	}
+	return repaired, nil
+}
+
+// WatchDrift subscribes to route and link changes of the host's namespace and
+// repairs drift shortly after each burst of changes (debounced), and every
+// resync interval regardless. onRepair is called with the number of items
+// repaired. It returns when ctx ends.
+func (e *Engine) WatchDrift(ctx context.Context, resync, debounce time.Duration, onRepair func(int)) error {
+	ns := e.Host.Namespace()
+	routes := make(chan netlink.RouteUpdate, 64)
+	links := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	defer close(done)
+	errCb := func(err error) { e.Log.Error(err, "netlink subscription") }
+	if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+		return fmt.Errorf("subscribing to route changes: %w", err)
+	}
+	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+		return fmt.Errorf("subscribing to link changes: %w", err)
+	}
+	tick := time.NewTicker(resync)
+	defer tick.Stop()
+	var fire <-chan time.Time
+	repair := func() {
+		n, err := e.Repair(ctx)
+		if err != nil {
+			e.Log.Error(err, "drift repair")
+		}
+		if n > 0 && onRepair != nil {
+			onRepair(n)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-routes:
+			if !ok {
+				return fmt.Errorf("route subscription closed")
+			}
+			if fire == nil {
+				fire = time.After(debounce)
+			}
+		case _, ok := <-links:
+			if !ok {
+				return fmt.Errorf("link subscription closed")
+			}
+			if fire == nil {
+				fire = time.After(debounce)
+			}
+		case <-fire:
+			fire = nil
+			repair()
+		case <-tick.C:
+			repair()
+		}
+	}
+}

@@ -1,0 +1,538 @@
+// Package agent is the node agent: a transactional engine that applies a
+// NodeNetTuningSpec to the host (preflight, snapshot, journal, apply, verify,
+// probe, then commit or restore), the reconciler that feeds it the node's own
+// NodeNetTuning, the drift watcher, and the agent's metrics.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
+	"github.com/nettune/nettune/node-agent/state"
+)
+
+// Item states reported in NodeNetTuning status.
+const (
+	StateVerified     = "Verified"
+	StateNotEffective = "NotEffective"
+	StateMismatch     = "Mismatch"
+	StateFailed       = "Failed"
+)
+
+// Snapshot is the state of every item an apply touches, taken before the
+// first change; restoring it undoes the apply. It is written to the journal,
+// so it survives a crash.
+type Snapshot struct {
+	Routes     []kernel.RouteSnapshot      `json:"routes,omitempty"`
+	Sysctls    []v1alpha1.Sysctl           `json:"sysctls,omitempty"`
+	Interfaces []v1alpha1.InterfaceTuning  `json:"interfaces,omitempty"`
+}
+
+// Outcome is the result of one Apply.
+type Outcome struct {
+	// Revision is the revision in force on the host afterwards.
+	Revision string
+	// Changed is true when the target was committed and differs from before.
+	Committed bool
+	// Refused is true when preflight refused the spec: nothing was touched.
+	Refused bool
+	// RolledBack is true when the apply was undone (apply error, verify
+	// mismatch or failed probe).
+	RolledBack bool
+	// Reason explains Refused or RolledBack.
+	Reason string
+	// Items is the per-item report of the target (desired vs observed).
+	Items []v1alpha1.ItemResult
+	// Duration of the whole transaction.
+	Duration time.Duration
+}
+
+// Engine applies node specs to one host (network namespace) transactionally.
+type Engine struct {
+	Host   *kernel.Handle
+	Store  *state.Store
+	Probes Prober
+	Log    logr.Logger
+	Now    func() time.Time
+
+	// ItemDelay slows every item of an apply down; only for crash tests.
+	ItemDelay time.Duration
+
+	// mu serializes applies and drift repairs: a repair must never run in the
+	// middle of an apply and "repair" routes back to the previous revision.
+	mu sync.Mutex
+}
+
+// committed returns the last-known-good spec and the originals, empty when
+// nothing was committed yet.
+func (e *Engine) committed() (v1alpha1.NodeNetTuningSpec, Snapshot, error) {
+	lkg, err := e.Store.LastKnownGood()
+	if err != nil || lkg == nil {
+		return v1alpha1.NodeNetTuningSpec{}, Snapshot{}, err
+	}
+	var orig Snapshot
+	if len(lkg.Originals) > 0 {
+		if err := json.Unmarshal(lkg.Originals, &orig); err != nil {
+			return v1alpha1.NodeNetTuningSpec{}, Snapshot{}, fmt.Errorf("decoding originals: %w", err)
+		}
+	}
+	return lkg.Spec, orig, nil
+}
+
+// CommittedSpec is the last-known-good spec (zero when none).
+func (e *Engine) CommittedSpec() (v1alpha1.NodeNetTuningSpec, error) {
+	s, _, err := e.committed()
+	return s, err
+}
+
+// plan is the concrete work of one apply: what to set, and what to return to
+// its original state because the new spec no longer names it.
+type plan struct {
+	routes        []kernel.RouteSpec
+	restoreRoutes []kernel.RouteSnapshot
+	sysctls       []v1alpha1.Sysctl
+	interfaces    []v1alpha1.InterfaceTuning
+}
+
+// Preflight checks that target can be applied to this host in full, without
+// touching anything: every value converts, every device exists, every
+// congestion control is available, every sysctl exists.
+func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpec, error) {
+	var errs []error
+	available, err := e.Host.AvailableCongestionControls()
+	if err != nil {
+		return nil, err
+	}
+	routes := make([]kernel.RouteSpec, 0, len(target.Routes))
+	for _, r := range target.Routes {
+		rs, err := kernel.RouteSpecFromNodeRoute(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.Device != "" {
+			if _, err := e.Host.ReadInterface(r.Device); err != nil {
+				errs = append(errs, fmt.Errorf("route %s: device %s does not exist", r.Destination, r.Device))
+			}
+		}
+		if cc := r.Parameters.CongestionControl; cc != nil && !slices.Contains(available, string(*cc)) {
+			errs = append(errs, fmt.Errorf("route %s: congestion control %q is not available on this host (have %v)", r.Destination, *cc, available))
+		}
+		routes = append(routes, rs)
+	}
+	for _, s := range target.Sysctls {
+		if _, err := e.Host.ReadSysctl(s.Name); err != nil {
+			errs = append(errs, fmt.Errorf("sysctl %s: %w", s.Name, err))
+		}
+	}
+	for _, i := range target.Interfaces {
+		if _, err := e.Host.ReadInterface(i.Name); err != nil {
+			errs = append(errs, fmt.Errorf("interface %s does not exist", i.Name))
+		}
+	}
+	return routes, errors.Join(errs...)
+}
+
+// Apply applies target as one transaction. The host ends either in target
+// (committed as last-known-good) or exactly as it was.
+func (e *Engine) Apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (Outcome, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	start := time.Now()
+	out, err := e.apply(ctx, target)
+	out.Duration = time.Since(start)
+	return out, err
+}
+
+func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (Outcome, error) {
+	prevSpec, originals, err := e.committed()
+	if err != nil {
+		return Outcome{}, err
+	}
+	routes, err := e.Preflight(target)
+	if err != nil {
+		return Outcome{Revision: prevSpec.Revision, Refused: true, Reason: "refused before any change: " + err.Error()}, nil
+	}
+	p := plan{routes: routes, sysctls: target.Sysctls, interfaces: target.Interfaces}
+
+	// Items the previous spec owned and the target drops go back to their
+	// original (pre-nettune) state.
+	newOriginals := Snapshot{}
+	for _, o := range originals.Routes {
+		if slices.ContainsFunc(routes, func(r kernel.RouteSpec) bool { return r.Dst.String() == o.Dst.String() }) {
+			newOriginals.Routes = append(newOriginals.Routes, o)
+		} else {
+			p.restoreRoutes = append(p.restoreRoutes, o)
+		}
+	}
+	for _, o := range originals.Sysctls {
+		if slices.ContainsFunc(target.Sysctls, func(s v1alpha1.Sysctl) bool { return s.Name == o.Name }) {
+			newOriginals.Sysctls = append(newOriginals.Sysctls, o)
+		} else {
+			p.sysctls = append(p.sysctls, o)
+		}
+	}
+	for _, o := range originals.Interfaces {
+		if slices.ContainsFunc(target.Interfaces, func(i v1alpha1.InterfaceTuning) bool { return i.Name == o.Name }) {
+			newOriginals.Interfaces = append(newOriginals.Interfaces, o)
+		} else {
+			p.interfaces = append(p.interfaces, o)
+		}
+	}
+
+	snap, err := e.snapshot(p)
+	if err != nil {
+		return Outcome{Revision: prevSpec.Revision, Refused: true, Reason: "refused before any change: " + err.Error()}, nil
+	}
+	// First-time items: their current state is their original.
+	for _, r := range snap.Routes {
+		if !slices.ContainsFunc(newOriginals.Routes, func(o kernel.RouteSnapshot) bool { return o.Dst.String() == r.Dst.String() }) &&
+			!slices.ContainsFunc(p.restoreRoutes, func(o kernel.RouteSnapshot) bool { return o.Dst.String() == r.Dst.String() }) {
+			newOriginals.Routes = append(newOriginals.Routes, r)
+		}
+	}
+	for _, s := range snap.Sysctls {
+		if slices.ContainsFunc(target.Sysctls, func(t v1alpha1.Sysctl) bool { return t.Name == s.Name }) &&
+			!slices.ContainsFunc(newOriginals.Sysctls, func(o v1alpha1.Sysctl) bool { return o.Name == s.Name }) {
+			newOriginals.Sysctls = append(newOriginals.Sysctls, s)
+		}
+	}
+	for _, i := range snap.Interfaces {
+		if slices.ContainsFunc(target.Interfaces, func(t v1alpha1.InterfaceTuning) bool { return t.Name == i.Name }) &&
+			!slices.ContainsFunc(newOriginals.Interfaces, func(o v1alpha1.InterfaceTuning) bool { return o.Name == i.Name }) {
+			newOriginals.Interfaces = append(newOriginals.Interfaces, i)
+		}
+	}
+
+	rawSnap, err := json.Marshal(snap)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encoding snapshot: %w", err)
+	}
+	if err := e.Store.BeginJournal(state.Journal{Target: target, Snapshot: rawSnap, Started: e.now()}); err != nil {
+		return Outcome{}, err
+	}
+
+	rollback := func(reason string, items []v1alpha1.ItemResult) (Outcome, error) {
+		if err := e.restore(snap); err != nil {
+			return Outcome{}, fmt.Errorf("%s; restoring the snapshot failed too: %w", reason, err)
+		}
+		if err := e.Store.EndJournal(); err != nil {
+			return Outcome{}, err
+		}
+		e.Log.Info("apply rolled back", "revision", target.Revision, "reason", reason)
+		return Outcome{Revision: prevSpec.Revision, RolledBack: true, Reason: reason, Items: items}, nil
+	}
+
+	if err := e.write(ctx, p); err != nil {
+		return rollback("apply failed: "+err.Error(), nil)
+	}
+	e.prime(ctx, target)
+	items := e.Observe(target)
+	for _, it := range items {
+		if it.State == StateMismatch || it.State == StateFailed {
+			return rollback(fmt.Sprintf("verify failed: %s %s: %s", it.Kind, it.Name, it.Message), items)
+		}
+	}
+	if e.Probes != nil {
+		if err := e.Probes.Probe(ctx, e.Host, target); err != nil {
+			return rollback("probe failed: "+err.Error(), items)
+		}
+	}
+
+	committed := target
+	lkgOrig, err := json.Marshal(newOriginals)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encoding originals: %w", err)
+	}
+	if err := e.Store.Commit(committed, lkgOrig, e.now()); err != nil {
+		return Outcome{}, err
+	}
+	e.Log.Info("applied", "revision", target.Revision, "routes", len(target.Routes), "sysctls", len(target.Sysctls), "interfaces", len(target.Interfaces))
+	return Outcome{Revision: target.Revision, Committed: true, Items: items}, nil
+}
+
+// prime re-creates the tcp_metrics cache entry of every peer route after a
+// change: connections take a locked cwnd only from that cache, so without it
+// the first connection after a flush would run unclamped. Failures are left
+// to the connect probe to judge.
+func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
+	for _, r := range spec.Routes {
+		for _, p := range spec.Peers {
+			if p.Host != r.Peer || p.ProbePort == 0 {
+				continue
+			}
+			addr := &net.TCPAddr{IP: net.ParseIP(p.Address), Port: int(p.ProbePort)}
+			var src net.IP
+			if r.Source != "" {
+				src = net.ParseIP(r.Source)
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			if err := e.Host.PrimeTCPMetrics(pctx, addr, src); err != nil {
+				e.Log.V(1).Info("priming tcp_metrics failed", "peer", p.Host, "error", err.Error())
+			}
+			cancel()
+		}
+	}
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// snapshot records the current state of every item p touches.
+func (e *Engine) snapshot(p plan) (Snapshot, error) {
+	var s Snapshot
+	for _, r := range p.routes {
+		rs, err := e.Host.SnapshotRoute(r.Dst)
+		if err != nil {
+			return s, err
+		}
+		s.Routes = append(s.Routes, rs)
+	}
+	for _, r := range p.restoreRoutes {
+		rs, err := e.Host.SnapshotRoute(r.Dst)
+		if err != nil {
+			return s, err
+		}
+		s.Routes = append(s.Routes, rs)
+	}
+	for _, sc := range p.sysctls {
+		v, err := e.Host.ReadSysctl(sc.Name)
+		if err != nil {
+			return s, err
+		}
+		s.Sysctls = append(s.Sysctls, v1alpha1.Sysctl{Name: sc.Name, Value: v})
+	}
+	for _, i := range p.interfaces {
+		st, err := e.Host.ReadInterface(i.Name)
+		if err != nil {
+			return s, err
+		}
+		s.Interfaces = append(s.Interfaces, st.Tuning())
+	}
+	return s, nil
+}
+
+// write makes every change of p.
+func (e *Engine) write(ctx context.Context, p plan) error {
+	pause := func() error {
+		if e.ItemDelay > 0 {
+			time.Sleep(e.ItemDelay)
+		}
+		return ctx.Err()
+	}
+	for _, r := range p.routes {
+		if _, err := e.Host.ApplyRoute(r); err != nil {
+			return err
+		}
+		if err := pause(); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.restoreRoutes {
+		if _, err := e.Host.RestoreRoute(r); err != nil {
+			return err
+		}
+	}
+	for _, s := range p.sysctls {
+		if _, err := e.Host.WriteSysctl(s.Name, s.Value); err != nil {
+			return fmt.Errorf("sysctl %s=%s: %w", s.Name, s.Value, err)
+		}
+		if err := pause(); err != nil {
+			return err
+		}
+	}
+	for _, i := range p.interfaces {
+		if _, _, err := e.Host.ApplyInterface(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore puts every item of s back, in reverse order of write, attempting
+// every item even when one fails.
+func (e *Engine) restore(s Snapshot) error {
+	var errs []error
+	for _, i := range slices.Backward(s.Interfaces) {
+		if _, _, err := e.Host.ApplyInterface(i); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, sc := range slices.Backward(s.Sysctls) {
+		if _, err := e.Host.WriteSysctl(sc.Name, sc.Value); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range slices.Backward(s.Routes) {
+		if _, err := e.Host.RestoreRoute(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Recover finishes what a crash interrupted: if a journal is pending, the
+// snapshot it holds is restored, so the host is back in its committed state.
+// It reports whether anything was recovered.
+func (e *Engine) Recover() (bool, error) {
+	j, err := e.Store.PendingJournal()
+	if err != nil || j == nil {
+		return false, err
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(j.Snapshot, &snap); err != nil {
+		return false, fmt.Errorf("decoding journal snapshot: %w", err)
+	}
+	if err := e.restore(snap); err != nil {
+		return false, fmt.Errorf("restoring the snapshot of the interrupted apply of %s: %w", j.Target.Revision, err)
+	}
+	e.Log.Info("recovered an interrupted apply", "revision", j.Target.Revision, "started", j.Started)
+	return true, e.Store.EndJournal()
+}
+
+// Boot recovers an interrupted apply, then applies the last-known-good spec,
+// so a host that restarts with no control plane in reach comes up tuned.
+func (e *Engine) Boot(ctx context.Context) (Outcome, error) {
+	if _, err := e.Recover(); err != nil {
+		return Outcome{}, err
+	}
+	spec, err := e.CommittedSpec()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if spec.Revision == "" {
+		return Outcome{Reason: "no last-known-good state"}, nil
+	}
+	return e.Apply(ctx, spec)
+}
+
+// Revert returns the host to the last-known-good state (used by `revert`).
+func (e *Engine) Revert(ctx context.Context) (Outcome, error) { return e.Boot(ctx) }
+
+// Observe reads every item of spec back and compares it with the spec.
+func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult {
+	items := make([]v1alpha1.ItemResult, 0, len(spec.Routes)+len(spec.Sysctls)+len(spec.Interfaces))
+	ssthreshEffective, ssErr := e.Host.SsthreshEffective()
+	for _, r := range spec.Routes {
+		it := v1alpha1.ItemResult{Kind: "Route", Name: r.Destination}
+		rs, err := kernel.RouteSpecFromNodeRoute(r)
+		if err != nil {
+			it.State, it.Message = StateFailed, err.Error()
+			items = append(items, it)
+			continue
+		}
+		it.Desired = rs.Metrics.String()
+		cur, err := e.Host.ReadRoute(rs.Dst)
+		switch {
+		case err != nil:
+			it.State, it.Message = StateFailed, err.Error()
+		case !kernel.Satisfies(cur.Metrics, rs.Metrics):
+			it.State, it.Observed = StateMismatch, cur.Metrics.String()
+			it.Message = diffMessage(kernel.DiffMetrics(rs.Metrics, cur.Metrics))
+		default:
+			it.State, it.Observed = StateVerified, cur.Metrics.String()
+			if r.Parameters.Ssthresh != nil && (ssErr != nil || !ssthreshEffective) {
+				it.State = StateNotEffective
+				it.Message = "ssthresh is set but ignored while net.ipv4.tcp_no_ssthresh_metrics_save=1"
+			}
+		}
+		items = append(items, it)
+	}
+	for _, s := range spec.Sysctls {
+		it := v1alpha1.ItemResult{Kind: "Sysctl", Name: s.Name, Desired: kernel.NormalizeSysctlValue(s.Value)}
+		v, err := e.Host.ReadSysctl(s.Name)
+		switch {
+		case err != nil:
+			it.State, it.Message = StateFailed, err.Error()
+		case kernel.NormalizeSysctlValue(v) != it.Desired:
+			it.State, it.Observed, it.Message = StateMismatch, v, "value differs"
+		default:
+			it.State, it.Observed = StateVerified, v
+		}
+		items = append(items, it)
+	}
+	for _, i := range spec.Interfaces {
+		it := v1alpha1.ItemResult{Kind: "Interface", Name: i.Name, Desired: interfaceString(i)}
+		st, err := e.Host.ReadInterface(i.Name)
+		if err != nil {
+			it.State, it.Message = StateFailed, err.Error()
+			items = append(items, it)
+			continue
+		}
+		it.Observed = interfaceString(st.Tuning())
+		if interfaceSatisfies(st.Tuning(), i) {
+			it.State = StateVerified
+		} else {
+			it.State, it.Message = StateMismatch, "interface differs"
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+func diffMessage(d []kernel.MetricDiff) string {
+	s := ""
+	for i, x := range d {
+		if i > 0 {
+			s += "; "
+		}
+		s += x.String()
+	}
+	return s
+}
+
+func interfaceString(t v1alpha1.InterfaceTuning) string {
+	s := ""
+	add := func(k, v string) {
+		if s != "" {
+			s += " "
+		}
+		s += k + " " + v
+	}
+	if t.MTU != nil {
+		add("mtu", fmt.Sprint(*t.MTU))
+	}
+	for _, f := range []struct {
+		k string
+		v *bool
+	}{{"gro", t.GRO}, {"gso", t.GSO}, {"tso", t.TSO}} {
+		if f.v != nil {
+			add(f.k, map[bool]string{true: "on", false: "off"}[*f.v])
+		}
+	}
+	return s
+}
+
+// interfaceSatisfies reports whether observed has every value desired sets.
+func interfaceSatisfies(observed, desired v1alpha1.InterfaceTuning) bool {
+	eq := func(d, o *bool) bool { return d == nil || (o != nil && *d == *o) }
+	if desired.MTU != nil && (observed.MTU == nil || *observed.MTU != *desired.MTU) {
+		return false
+	}
+	return eq(desired.GRO, observed.GRO) && eq(desired.GSO, observed.GSO) && eq(desired.TSO, observed.TSO)
+}
+
+// RouteDestinations are the parsed destinations of spec's routes.
+func RouteDestinations(spec v1alpha1.NodeNetTuningSpec) []*net.IPNet {
+	out := make([]*net.IPNet, 0, len(spec.Routes))
+	for _, r := range spec.Routes {
+		if d, err := kernel.ParseDestination(r.Destination); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
+)
+
+// Prober runs the post-apply checks. They are local on purpose: peer hosts,
+// links and TCP counters of this vehicle, never "can I reach the API
+// server" — vehicles go offline and that must not revert their tuning.
+type Prober interface {
+	Probe(ctx context.Context, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) error
+}
+
+// LocalProber checks, after an apply:
+//   - every device the spec routes over (and every tuned interface) is up
+//     with carrier;
+//   - a TCP connect to every peer with a probe port succeeds;
+//   - RTO timeouts on the host did not surge while the probe ran.
+type LocalProber struct {
+	// ConnectTimeout bounds each peer connect. Default 1s.
+	ConnectTimeout time.Duration
+	// Window is how long TCP counters are watched. Default 500ms; 0 keeps the default.
+	Window time.Duration
+	// MaxTimeouts is the most RTO timeouts tolerated during Window. Default 50.
+	MaxTimeouts uint64
+}
+
+func (p LocalProber) defaults() LocalProber {
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = time.Second
+	}
+	if p.Window == 0 {
+		p.Window = 500 * time.Millisecond
+	}
+	if p.MaxTimeouts == 0 {
+		p.MaxTimeouts = 50
+	}
+	return p
+}
+
+// Probe implements Prober.
+func (p LocalProber) Probe(ctx context.Context, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) error {
+	p = p.defaults()
+	before, err := host.ReadTCPCounters()
+	if err != nil {
+		return fmt.Errorf("reading TCP counters: %w", err)
+	}
+	deadline := time.Now().Add(p.Window)
+	var errs []error
+
+	devices := map[string]bool{}
+	for _, r := range spec.Routes {
+		if r.Device != "" {
+			devices[r.Device] = true
+		}
+	}
+	for _, i := range spec.Interfaces {
+		devices[i.Name] = true
+	}
+	for d := range devices {
+		st, err := host.ReadInterface(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !st.Up || !st.Carrier {
+			errs = append(errs, fmt.Errorf("link %s is down (up=%t carrier=%t oper=%s)", d, st.Up, st.Carrier, st.OperState))
+		}
+	}
+
+	for _, peer := range spec.Peers {
+		if peer.ProbePort == 0 {
+			continue
+		}
+		addr := net.JoinHostPort(peer.Address, strconv.Itoa(int(peer.ProbePort)))
+		err := host.Do(func() error {
+			d := net.Dialer{Timeout: p.ConnectTimeout}
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %s (%s) unreachable: %w", peer.Host, addr, err))
+		}
+	}
+
+	if wait := time.Until(deadline); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	after, err := host.ReadTCPCounters()
+	if err != nil {
+		return fmt.Errorf("reading TCP counters: %w", err)
+	}
+	if d := after.Timeouts - before.Timeouts; d > p.MaxTimeouts {
+		errs = append(errs, fmt.Errorf("%d RTO timeouts in %s after the change (limit %d)", d, p.Window, p.MaxTimeouts))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+)
+
+// CacheOptions restricts the manager's cache to the node's own
+// NodeNetTuning (a field selector on metadata.name), so each agent costs the
+// API server one narrow watch and sees no other node's object.
+func CacheOptions(nodeName string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.NodeNetTuning{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+	}}
+}
+
+// Reconciler applies the node's NodeNetTuning and reports on it.
+type Reconciler struct {
+	Client   client.Client
+	Engine   *Engine
+	NodeName string
+	Recorder events.EventRecorder
+	Metrics  *Metrics
+
+	// Heartbeat is how often status is rewritten when nothing changed.
+	Heartbeat time.Duration
+	// Resync is how often the host is re-checked for drift without an event.
+	Resync time.Duration
+
+	// Kick receives a value when the drift watcher repaired something.
+	Kick chan event.GenericEvent
+
+	mu sync.Mutex
+	// refused remembers a generation that was refused or rolled back, so it is
+	// not retried until the spec changes.
+	refused      map[int64]Outcome
+	last         Outcome
+	driftRepairs int64
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Heartbeat == 0 {
+		r.Heartbeat = 5 * time.Minute
+	}
+	if r.Resync == 0 {
+		r.Resync = 30 * time.Second
+	}
+	if r.Kick == nil {
+		r.Kick = make(chan event.GenericEvent, 1)
+	}
+	r.refused = map[int64]Outcome{}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodenettuning-agent").
+		For(&v1alpha1.NodeNetTuning{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Kick, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// DriftRepaired counts a repair and wakes the reconciler to report it.
+func (r *Reconciler) DriftRepaired(n int) {
+	r.mu.Lock()
+	r.driftRepairs += int64(n)
+	r.mu.Unlock()
+	nnt := &v1alpha1.NodeNetTuning{}
+	nnt.Name = r.NodeName
+	select {
+	case r.Kick <- event.GenericEvent{Object: nnt}:
+	default:
+	}
+}
+
+// Reconcile applies spec when it is new, then writes status if it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if req.Name != r.NodeName {
+		return ctrl.Result{}, nil
+	}
+	nnt := &v1alpha1.NodeNetTuning{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nnt); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // keep the last-known-good; nothing to report to
+		}
+		return ctrl.Result{}, fmt.Errorf("getting NodeNetTuning %s: %w", req.Name, err)
+	}
+
+	committed, err := r.Engine.CommittedSpec()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	refusedOutcome, refused := r.refused[nnt.Generation]
+	r.mu.Unlock()
+
+	outcome := r.last
+	switch {
+	case refused:
+		outcome = refusedOutcome
+	case committed.Revision != nnt.Spec.Revision || !reflect.DeepEqual(normalize(committed), normalize(nnt.Spec)):
+		outcome, err = r.Engine.Apply(ctx, nnt.Spec)
+		if err != nil {
+			r.Metrics.observe(outcome, err)
+			return ctrl.Result{}, fmt.Errorf("applying revision %s: %w", nnt.Spec.Revision, err)
+		}
+		r.Metrics.observe(outcome, nil)
+		r.event(nnt, outcome)
+		if !outcome.Committed {
+			r.mu.Lock()
+			r.refused[nnt.Generation] = outcome
+			r.mu.Unlock()
+		}
+	default:
+		outcome = Outcome{Revision: committed.Revision, Committed: true, Items: r.Engine.Observe(committed)}
+	}
+	r.last = outcome
+
+	status := r.status(nnt, outcome)
+	now := metav1.Now()
+	beat := nnt.Status.LastHeartbeatTime
+	stale := beat == nil || now.Sub(beat.Time) >= r.Heartbeat
+	if !stale && statusEqual(nnt.Status, status) {
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
+	}
+	status.LastHeartbeatTime = &now
+	patch := client.MergeFrom(nnt.DeepCopy())
+	nnt.Status = status
+	if err := r.Client.Status().Patch(ctx, nnt, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	}
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// normalize clears what does not change the host, for comparisons.
+func normalize(s v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
+	s.Profiles = nil
+	return s
+}
+
+func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
+	if r.Recorder == nil {
+		return
+	}
+	switch {
+	case o.Committed:
+		r.Recorder.Eventf(nnt, nil, "Normal", "Applied", "Apply", "revision %s applied and verified in %s", o.Revision, o.Duration.Round(time.Millisecond))
+	case o.Refused:
+		r.Recorder.Eventf(nnt, nil, "Warning", "Refused", "Apply", "revision %s refused: %s", nnt.Spec.Revision, o.Reason)
+	case o.RolledBack:
+		r.Recorder.Eventf(nnt, nil, "Warning", "RolledBack", "Apply", "revision %s rolled back to %q: %s", nnt.Spec.Revision, o.Revision, o.Reason)
+	}
+}
+
+// status builds the node's report from the last outcome.
+func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.NodeNetTuningStatus {
+	st := *nnt.Status.DeepCopy()
+	st.ObservedGeneration = nnt.Generation
+	st.AppliedRevision = o.Revision
+	st.Items = o.Items
+	r.mu.Lock()
+	st.DriftRepairs = r.driftRepairs
+	r.mu.Unlock()
+
+	gen := nnt.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	switch {
+	case o.Committed:
+		set(v1alpha1.ConditionApplied, metav1.ConditionTrue, "Applied", "revision "+o.Revision+" is in force")
+		verified, notEffective := true, 0
+		for _, it := range o.Items {
+			switch it.State {
+			case StateNotEffective:
+				notEffective++
+			case StateVerified:
+			default:
+				verified = false
+			}
+		}
+		if verified {
+			msg := "every item read back as desired and the local probes passed"
+			if notEffective > 0 {
+				msg += fmt.Sprintf("; %d item(s) set but not effective (see items)", notEffective)
+			}
+			set(v1alpha1.ConditionVerified, metav1.ConditionTrue, "Verified", msg)
+			set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsDesired", "")
+		} else {
+			set(v1alpha1.ConditionVerified, metav1.ConditionFalse, "Drifted", "an item differs from the spec; repairing")
+		}
+		set(v1alpha1.ConditionRolledBack, metav1.ConditionFalse, "Committed", "")
+	case o.Refused:
+		set(v1alpha1.ConditionApplied, metav1.ConditionFalse, "Refused", o.Reason)
+		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, "Refused", "nothing was changed")
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, "Refused", o.Reason)
+	case o.RolledBack:
+		set(v1alpha1.ConditionApplied, metav1.ConditionFalse, "RolledBack", "revision "+nnt.Spec.Revision+" was undone")
+		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, "RolledBack", o.Reason)
+		set(v1alpha1.ConditionRolledBack, metav1.ConditionTrue, "ProbeOrVerifyFailed", o.Reason)
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, "RolledBack", o.Reason)
+	}
+	drifted := metav1.ConditionFalse
+	reason := "NoDrift"
+	if st.DriftRepairs > 0 {
+		reason = "Repaired"
+	}
+	set(v1alpha1.ConditionDrifted, drifted, reason, fmt.Sprintf("%d drift repair(s) since the agent started", st.DriftRepairs))
+	return st
+}
+
+// statusEqual compares two statuses ignoring heartbeat and condition times.
+func statusEqual(a, b v1alpha1.NodeNetTuningStatus) bool {
+	a.LastHeartbeatTime, b.LastHeartbeatTime = nil, nil
+	strip := func(cs []metav1.Condition) []metav1.Condition {
+		out := make([]metav1.Condition, len(cs))
+		for i, c := range cs {
+			c.LastTransitionTime = metav1.Time{}
+			out[i] = c
+		}
+		return out
+	}
+	a.Conditions, b.Conditions = strip(a.Conditions), strip(b.Conditions)
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,60 @@
+// Package kernel is the node agent's low-level kernel layer: it reads and
+// writes per-route TCP metrics, the tcp_metrics cache, TCP socket state,
+// sysctls and interface settings of one Linux network namespace, all through
+// netlink, ethtool ioctls and /proc (never by running ip, ss or ethtool).
+//
+// Every operation goes through a [Handle], bound to a network namespace when
+// it is created: [NewHandle] for the caller's own namespace, [NewHandleAt] for
+// another one. Netlink and ethtool sockets are opened inside that namespace,
+// so they work from any goroutine; reads of /proc/sys and /proc/net, which the
+// kernel resolves against the calling thread's namespace, run on a dedicated
+// OS thread moved into the namespace ([DoInNetns]).
+//
+// # Route metrics
+//
+// [RouteMetrics] is the content of a route's RTA_METRICS attribute. The
+// package encodes and decodes it itself instead of using the fields of
+// github.com/vishvananda/netlink's Route: that library sends one RTAX_LOCK
+// attribute per locked metric (the kernel keeps only the last one, so
+// "cwnd lock 30 rto_min lock 10ms" silently loses a lock) and decodes the lock
+// mask with ==. Here the whole lock mask (bit 1<<RTAX_x) travels in a single
+// RTAX_LOCK attribute.
+//
+// The kernel replaces a route's whole metric set on RTM_NEWROUTE with
+// NLM_F_REPLACE, so [Handle.ApplyRoute] reads the route, merges the desired
+// metrics into the ones present ([MergeMetrics]; metrics it does not manage,
+// such as features or window, are kept) and writes everything in one
+// request. Routes not named are never touched.
+//
+// Kernel behaviour worth knowing (Linux 6.x):
+//
+//   - A route's rto_min is honoured only when its lock bit is set, and cwnd
+//     is a clamp only when locked; [MetricsFromTCPParameters] sets both locks.
+//   - A metric whose value is 0 is not stored: "quickack 0" reads back as no
+//     quickack at all. [DiffMetrics] treats absent and 0 as equal.
+//   - New connections take cwnd lock, ssthresh and reordering from the
+//     tcp_metrics cache entry of the destination, not from the route. An
+//     entry is created from the route when a connection to that destination
+//     closes cleanly, and then keeps the route's values of that moment for an
+//     hour. So after a change the entries must be flushed
+//     ([Handle.FlushTCPMetrics], which ApplyRoute does when it writes), or
+//     new connections keep the old values. And the first connection after a
+//     flush finds no entry and runs unclamped (its clean close creates the
+//     entry, and the connections after it are clamped):
+//     [Handle.PrimeTCPMetrics] makes that first connection itself, to a
+//     port listening on the peer. initcwnd, initrwnd, rto_min, quickack,
+//     congctl, advmss and mtu are read from the route by every connection.
+//   - A route's congctl may name an algorithm that is not in
+//     net.ipv4.tcp_allowed_congestion_control (e.g. cubic), which a
+//     namespace cannot make its default; an algorithm the kernel lacks is
+//     refused with EINVAL.
+//   - ssthresh from a route is ignored while net.ipv4.tcp_no_ssthresh_metrics_save
+//     is 1 (the default); see [Handle.SsthreshEffective].
+//
+// # Namespaces and sysctls
+//
+// Some sysctls are global even when read in a namespace: in a non-initial
+// namespace net.core.rmem_max, wmem_max, rmem_default and wmem_default are
+// read-only mirrors of the host's values, and net.core.netdev_* do not exist.
+// net.ipv4.tcp_* and net.core.somaxconn are per namespace.
+package kernel

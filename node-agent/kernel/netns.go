@@ -1,0 +1,158 @@
+package kernel
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// socketTimeout bounds every netlink round trip, so a lost reply cannot hang
+// the agent.
+var socketTimeout = unix.NsecToTimeval((10 * time.Second).Nanoseconds())
+
+// Handle runs kernel operations against one network namespace. It owns
+// netlink sockets opened in that namespace and a duplicate of the namespace
+// file descriptor; it is safe for concurrent use. Close releases it.
+type Handle struct {
+	ns netns.NsHandle // owned duplicate
+
+	link  *netlink.Handle  // links (LinkByName, LinkSetMTU)
+	route *nl.SocketHandle // NETLINK_ROUTE, raw route messages
+	genl  *nl.SocketHandle // NETLINK_GENERIC, tcp_metrics
+	diag  *nl.SocketHandle // NETLINK_SOCK_DIAG
+	mu    sync.Mutex       // guards tmFam
+	tmFam uint16           // resolved tcp_metrics family id, 0 until looked up
+}
+
+// NewHandle returns a Handle for the network namespace of the calling thread
+// (normally the agent's own namespace).
+func NewHandle() (*Handle, error) {
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("get current network namespace: %w", err)
+	}
+	defer ns.Close()
+	return NewHandleAt(ns)
+}
+
+// NewHandleAt returns a Handle for the network namespace ns. The handle keeps
+// its own duplicate of ns: the caller may close ns afterwards.
+func NewHandleAt(ns netns.NsHandle) (*Handle, error) {
+	if !ns.IsOpen() {
+		return nil, fmt.Errorf("network namespace handle is not open")
+	}
+	fd, err := unix.FcntlInt(uintptr(ns), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate network namespace handle: %w", err)
+	}
+	h := &Handle{ns: netns.NsHandle(fd)}
+	if err := h.open(); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Handle) open() error {
+	var err error
+	if h.link, err = netlink.NewHandleAt(h.ns, unix.NETLINK_ROUTE); err != nil {
+		return fmt.Errorf("open rtnetlink handle: %w", err)
+	}
+	if err := h.link.SetSocketTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("set rtnetlink handle timeout: %w", err)
+	}
+	for _, s := range []struct {
+		dst   **nl.SocketHandle
+		proto int
+	}{
+		{&h.route, unix.NETLINK_ROUTE},
+		{&h.genl, unix.NETLINK_GENERIC},
+		{&h.diag, unix.NETLINK_SOCK_DIAG},
+	} {
+		var sock *nl.NetlinkSocket
+		err := DoInNetns(h.ns, func() error {
+			var err error
+			sock, err = nl.GetNetlinkSocketAt(netns.None(), netns.None(), s.proto)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("open netlink socket (protocol %d): %w", s.proto, err)
+		}
+		*s.dst = &nl.SocketHandle{Socket: sock}
+		if err := sock.SetSendTimeout(&socketTimeout); err != nil {
+			return fmt.Errorf("set netlink send timeout: %w", err)
+		}
+		if err := sock.SetReceiveTimeout(&socketTimeout); err != nil {
+			return fmt.Errorf("set netlink receive timeout: %w", err)
+		}
+		// Extended acks carry the kernel's error text ("Unknown congestion
+		// control algorithm"); best effort, older kernels lack it.
+		_ = sock.SetExtAck(true)
+	}
+	return nil
+}
+
+// Close releases the handle's sockets and namespace descriptor.
+func (h *Handle) Close() error {
+	if h.link != nil {
+		h.link.Close()
+	}
+	for _, s := range []*nl.SocketHandle{h.route, h.genl, h.diag} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	return h.ns.Close()
+}
+
+// Namespace returns the handle's namespace descriptor. It stays owned by the
+// handle: do not close it.
+func (h *Handle) Namespace() netns.NsHandle { return h.ns }
+
+// Do runs fn on an OS thread inside the handle's network namespace; see
+// DoInNetns.
+func (h *Handle) Do(fn func() error) error { return DoInNetns(h.ns, fn) }
+
+// DoInNetns runs fn on a fresh goroutine locked to its OS thread, after moving
+// that thread into the network namespace ns, and returns fn's error. The
+// thread is never moved back: the goroutine exits still locked, so the Go
+// runtime destroys the thread instead of reusing it elsewhere, and no other
+// goroutine can ever run in the wrong namespace even if fn fails halfway.
+//
+// Only fn's own thread is in ns: goroutines it starts are not. Sockets and
+// files opened inside fn stay bound to ns and may be used from anywhere
+// afterwards. A panic in fn is re-raised in the caller.
+func DoInNetns(ns netns.NsHandle, fn func() error) error {
+	type result struct {
+		err   error
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: see above.
+		var res result
+		defer func() {
+			if p := recover(); p != nil {
+				res.panic = p
+			}
+			done <- res
+		}()
+		if err := netns.Set(ns); err != nil {
+			res.err = fmt.Errorf("enter network namespace %s: %w", ns, err)
+			return
+		}
+		res.err = fn()
+	}()
+	res := <-done
+	if res.panic != nil {
+		panic(res.panic)
+	}
+	return res.err
+}

@@ -1,0 +1,167 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// linux/inet_diag.h, not in x/sys/unix.
+const (
+	inetDiagInfo = 2 // INET_DIAG_INFO: struct tcp_info
+	inetDiagCong = 4 // INET_DIAG_CONG: congestion control name
+
+	sizeofInetDiagReqV2 = 56
+	sizeofInetDiagMsg   = 72
+)
+
+// TCP states (include/net/tcp_states.h).
+var tcpStateNames = map[uint8]string{
+	1: "ESTABLISHED", 2: "SYN-SENT", 3: "SYN-RECV", 4: "FIN-WAIT-1", 5: "FIN-WAIT-2",
+	6: "TIME-WAIT", 7: "CLOSE", 8: "CLOSE-WAIT", 9: "LAST-ACK", 10: "LISTEN", 11: "CLOSING",
+}
+
+// TCPSocketInfo is the state of one TCP socket as sock_diag reports it: the
+// socket addresses and fields of its struct tcp_info.
+type TCPSocketInfo struct {
+	Local, Remote *net.TCPAddr
+	State         string // "ESTABLISHED", ...
+	// Inode is the socket's inode (0 for time-wait sockets).
+	Inode uint32
+	// CongestionControl is the socket's algorithm, "" if not reported.
+	CongestionControl string
+
+	// From struct tcp_info. Windows are in packets.
+	SndCwnd      uint32
+	SndSsthresh  uint32
+	RTT          time.Duration
+	RTTVar       time.Duration
+	RTO          time.Duration
+	Retransmits  uint8  // current consecutive retransmissions (tcpi_retransmits)
+	Retrans      uint32 // segments retransmitted and not yet acknowledged
+	TotalRetrans uint32
+	Lost         uint32
+	SndMSS       uint32
+	AdvMSS       uint32
+	PMTU         uint32
+	RcvSsthresh  uint32
+	BytesAcked   uint64 // 0 when the kernel's tcp_info is too short
+	// HasInfo is false when the kernel sent no tcp_info (time-wait sockets).
+	HasInfo bool
+}
+
+// TCPSockets returns the TCP sockets of the namespace, in any state but
+// LISTEN, whose remote address is in dst (nil: all), with their tcp_info.
+// Both address families are dumped, so an IPv6 socket talking to an
+// IPv4-mapped address matches an IPv4 dst.
+func (h *Handle) TCPSockets(dst *net.IPNet) ([]TCPSocketInfo, error) {
+	var out []TCPSocketInfo
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := h.dumpTCP(fam)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range socks {
+			if s.State == "LISTEN" {
+				continue
+			}
+			if dst == nil || dst.Contains(s.Remote.IP) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (h *Handle) dumpTCP(fam uint8) ([]TCPSocketInfo, error) {
+	msgs, err := execute(h.diag, unix.NETLINK_SOCK_DIAG, func() *nl.NetlinkRequest {
+		req := nl.NewNetlinkRequest(unix.SOCK_DIAG_BY_FAMILY, unix.NLM_F_DUMP)
+		b := make([]byte, sizeofInetDiagReqV2)
+		b[0] = fam
+		b[1] = unix.IPPROTO_TCP
+		b[2] = 1<<(inetDiagInfo-1) | 1<<(inetDiagCong-1)
+		nativeEndian.PutUint32(b[4:8], 0xffffffff) // all states
+		req.AddData(rawData(b))
+		return req
+	}, unix.SOCK_DIAG_BY_FAMILY)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag dump (family %d): %w", fam, err)
+	}
+	out := make([]TCPSocketInfo, 0, len(msgs))
+	for _, m := range msgs {
+		s, err := parseInetDiag(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func parseInetDiag(b []byte) (TCPSocketInfo, error) {
+	var s TCPSocketInfo
+	if len(b) < sizeofInetDiagMsg {
+		return s, fmt.Errorf("short inet_diag_msg: %d bytes", len(b))
+	}
+	fam := b[0]
+	s.State = tcpStateNames[b[1]]
+	if s.State == "" {
+		s.State = fmt.Sprintf("STATE-%d", b[1])
+	}
+	sport := binary.BigEndian.Uint16(b[4:6])
+	dport := binary.BigEndian.Uint16(b[6:8])
+	addr := func(off int) net.IP {
+		if fam == unix.AF_INET {
+			return net.IP(append([]byte(nil), b[off:off+4]...))
+		}
+		return net.IP(append([]byte(nil), b[off:off+16]...))
+	}
+	s.Local = &net.TCPAddr{IP: addr(8), Port: int(sport)}
+	s.Remote = &net.TCPAddr{IP: addr(24), Port: int(dport)}
+	s.Inode = nativeEndian.Uint32(b[68:72])
+	attrs, err := parseAttrs(b[sizeofInetDiagMsg:])
+	if err != nil {
+		return s, fmt.Errorf("parse inet_diag attributes: %w", err)
+	}
+	for _, a := range attrs {
+		switch a.Type {
+		case inetDiagCong:
+			s.CongestionControl = strings.TrimRight(string(a.Value), "\x00")
+		case inetDiagInfo:
+			parseTCPInfo(a.Value, &s)
+		}
+	}
+	return s, nil
+}
+
+// parseTCPInfo reads struct tcp_info (linux/tcp.h) by offset, tolerating a
+// kernel that sends a shorter or longer struct.
+func parseTCPInfo(b []byte, s *TCPSocketInfo) {
+	if len(b) < 104 { // up to tcpi_total_retrans
+		return
+	}
+	s.HasInfo = true
+	at := func(off int) uint32 { return nativeEndian.Uint32(b[off:]) }
+	us := func(off int) time.Duration { return time.Duration(at(off)) * time.Microsecond }
+	s.Retransmits = b[2]
+	s.RTO = us(8)
+	s.SndMSS = at(16)
+	s.Lost = at(32)
+	s.Retrans = at(36)
+	s.PMTU = at(60)
+	s.RcvSsthresh = at(64)
+	s.RTT = us(68)
+	s.RTTVar = us(72)
+	s.SndSsthresh = at(76)
+	s.SndCwnd = at(80)
+	s.AdvMSS = at(84)
+	s.TotalRetrans = at(100)
+	if len(b) >= 128 {
+		s.BytesAcked = nativeEndian.Uint64(b[120:])
+	}
+}
