@@ -33,9 +33,9 @@ const (
 // first change; restoring it undoes the apply. It is written to the journal,
 // so it survives a crash.
 type Snapshot struct {
-	Routes     []kernel.RouteSnapshot      `json:"routes,omitempty"`
-	Sysctls    []v1alpha1.Sysctl           `json:"sysctls,omitempty"`
-	Interfaces []v1alpha1.InterfaceTuning  `json:"interfaces,omitempty"`
+	Routes     []kernel.RouteSnapshot     `json:"routes,omitempty"`
+	Sysctls    []v1alpha1.Sysctl          `json:"sysctls,omitempty"`
+	Interfaces []v1alpha1.InterfaceTuning `json:"interfaces,omitempty"`
 }
 
 // Outcome is the result of one Apply.
