@@ -45,6 +45,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC.
 verify: ## Regenerate everything and fail if the tree differs (generated files edited by hand or stale).
 	hack/verify.sh
 
+.PHONY: bench-agent
+bench-agent: tools build ## Benchmark the node agent (apply+verify 1/10/100 routes, RSS, idle CPU) into docs/bench-agent.md (root).
+	$(GO) run ./hack/bench/agent
+
 .PHONY: vet
 vet: ## go vet.
 	$(GO) vet ./...

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
 )
 
@@ -104,12 +104,12 @@ func runManager(ctx context.Context, r *agent.Reconciler, o *runOptions, log log
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.Timeout = 10 * time.Second
-	scheme, err := localcp.Scheme()
+	sch, err := scheme.New()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 sch,
 		Cache:                  agent.CacheOptions(o.node),
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.healthAddr,

@@ -10,12 +10,11 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	nettunev1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/scheme"
 )
 
 // ControlPlane is a running etcd + kube-apiserver with the nettune CRDs.
@@ -49,16 +48,7 @@ func RepoRoot() (string, error) {
 }
 
 // Scheme returns a scheme with the core Kubernetes types and nettune's.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding client-go types: %w", err)
-	}
-	if err := nettunev1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("adding nettune types: %w", err)
-	}
-	return s, nil
-}
+func Scheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // Start starts etcd and kube-apiserver from <root>/bin (or KUBEBUILDER_ASSETS),
 // installs the CRDs from <root>/config/crd/bases and writes an admin

@@ -114,6 +114,7 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 		return nil, err
 	}
 	routes := make([]kernel.RouteSpec, 0, len(target.Routes))
+	devices := map[string]error{} // each device checked once
 	for _, r := range target.Routes {
 		rs, err := kernel.RouteSpecFromNodeRoute(r)
 		if err != nil {
@@ -121,7 +122,12 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 			continue
 		}
 		if r.Device != "" {
-			if _, err := e.Host.ReadInterface(r.Device); err != nil {
+			derr, seen := devices[r.Device]
+			if !seen {
+				_, derr = e.Host.ReadInterface(r.Device)
+				devices[r.Device] = derr
+			}
+			if derr != nil {
 				errs = append(errs, fmt.Errorf("route %s: device %s does not exist", r.Destination, r.Device))
 			}
 		}
@@ -229,6 +235,10 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (
 		if err := e.Store.EndJournal(); err != nil {
 			return Outcome{}, err
 		}
+		// Restoring flushed the tcp_metrics entries of the restored routes:
+		// prime them again, or the next connection runs without the clamp
+		// of the revision still in force.
+		e.prime(ctx, prevSpec)
 		e.Log.Info("apply rolled back", "revision", target.Revision, "reason", reason)
 		return Outcome{Revision: prevSpec.Revision, RolledBack: true, Reason: reason, Items: items}, nil
 	}
@@ -295,19 +305,15 @@ func (e *Engine) now() time.Time {
 // snapshot records the current state of every item p touches.
 func (e *Engine) snapshot(p plan) (Snapshot, error) {
 	var s Snapshot
+	table, err := e.Host.ReadRouteTable()
+	if err != nil {
+		return s, err
+	}
 	for _, r := range p.routes {
-		rs, err := e.Host.SnapshotRoute(r.Dst)
-		if err != nil {
-			return s, err
-		}
-		s.Routes = append(s.Routes, rs)
+		s.Routes = append(s.Routes, table.Snapshot(r.Dst))
 	}
 	for _, r := range p.restoreRoutes {
-		rs, err := e.Host.SnapshotRoute(r.Dst)
-		if err != nil {
-			return s, err
-		}
-		s.Routes = append(s.Routes, rs)
+		s.Routes = append(s.Routes, table.Snapshot(r.Dst))
 	}
 	for _, sc := range p.sysctls {
 		v, err := e.Host.ReadSysctl(sc.Name)
@@ -334,13 +340,17 @@ func (e *Engine) write(ctx context.Context, p plan) error {
 		}
 		return ctx.Err()
 	}
-	for _, r := range p.routes {
-		if _, err := e.Host.ApplyRoute(r); err != nil {
-			return err
+	if e.ItemDelay > 0 { // crash tests: one route at a time, slowly
+		for _, r := range p.routes {
+			if _, err := e.Host.ApplyRoute(r); err != nil {
+				return err
+			}
+			if err := pause(); err != nil {
+				return err
+			}
 		}
-		if err := pause(); err != nil {
-			return err
-		}
+	} else if _, err := e.Host.ApplyRoutes(p.routes); err != nil {
+		return err
 	}
 	for _, r := range p.restoreRoutes {
 		if _, err := e.Host.RestoreRoute(r); err != nil {
@@ -427,6 +437,7 @@ func (e *Engine) Revert(ctx context.Context) (Outcome, error) { return e.Boot(ct
 func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult {
 	items := make([]v1alpha1.ItemResult, 0, len(spec.Routes)+len(spec.Sysctls)+len(spec.Interfaces))
 	ssthreshEffective, ssErr := e.Host.SsthreshEffective()
+	table, tableErr := e.Host.ReadRouteTable()
 	for _, r := range spec.Routes {
 		it := v1alpha1.ItemResult{Kind: "Route", Name: r.Destination}
 		rs, err := kernel.RouteSpecFromNodeRoute(r)
@@ -436,10 +447,15 @@ func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult 
 			continue
 		}
 		it.Desired = rs.Metrics.String()
-		cur, err := e.Host.ReadRoute(rs.Dst)
+		var cur *kernel.Route
+		if tableErr == nil {
+			cur = table.Lookup(rs.Dst)
+		}
 		switch {
-		case err != nil:
-			it.State, it.Message = StateFailed, err.Error()
+		case tableErr != nil:
+			it.State, it.Message = StateFailed, tableErr.Error()
+		case cur == nil:
+			it.State, it.Message = StateMismatch, "no route to "+r.Destination
 		case !kernel.Satisfies(cur.Metrics, rs.Metrics):
 			it.State, it.Observed = StateMismatch, cur.Metrics.String()
 			it.Message = diffMessage(kernel.DiffMetrics(rs.Metrics, cur.Metrics))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -72,6 +73,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.refused = map[int64]Outcome{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodenettuning-agent").
+		// runAgent builds a new manager, and sets this reconciler up in it
+		// again, each time the previous one stopped (control plane out of
+		// reach): only one of them ever runs, so the process-wide check for
+		// unique controller names would only make every retry fail.
+		WithOptions(controller.Options{SkipNameValidation: new(true)}).
 		For(&v1alpha1.NodeNetTuning{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Kick, &handler.EnqueueRequestForObject{})).
 		Complete(r)
