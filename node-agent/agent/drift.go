@@ -69,22 +69,57 @@ func (e *Engine) Repair(ctx context.Context) (int, error) {
 // repairs drift shortly after each burst of changes (debounced), and every
 // resync interval regardless. onRepair is called with the number of items
 // repaired. It returns when ctx ends.
+//
+// A subscription the kernel overflows (ENOBUFS: notifications dropped, e.g.
+// hundreds of route changes of a rollback while a repair waits for the
+// apply to finish) is closed by the netlink library; the watcher then
+// subscribes again and re-checks the host instead of stopping for good.
 func (e *Engine) WatchDrift(ctx context.Context, resync, debounce time.Duration, onRepair func(int)) error {
 	ns := e.Host.Namespace()
-	routes := make(chan netlink.RouteUpdate, 64)
-	links := make(chan netlink.LinkUpdate, 64)
-	done := make(chan struct{})
-	defer close(done)
+	var (
+		routes chan netlink.RouteUpdate
+		links  chan netlink.LinkUpdate
+		done   chan struct{}
+	)
 	errCb := func(err error) { e.Log.Error(err, "netlink subscription") }
-	if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
-		return fmt.Errorf("subscribing to route changes: %w", err)
+	subscribe := func() error {
+		routes = make(chan netlink.RouteUpdate, 64)
+		links = make(chan netlink.LinkUpdate, 64)
+		done = make(chan struct{})
+		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+			return fmt.Errorf("subscribing to route changes: %w", err)
+		}
+		if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+			return fmt.Errorf("subscribing to link changes: %w", err)
+		}
+		return nil
 	}
-	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
-		return fmt.Errorf("subscribing to link changes: %w", err)
+	err := subscribe()
+	defer func() { close(done) }()
+	if err != nil {
+		return err
+	}
+	var fire <-chan time.Time
+	resubscribe := func(which string) error {
+		e.Log.Info("netlink subscription lost, notifications may have been dropped: subscribing again and re-checking the host", "subscription", which)
+		close(done)
+		// Keep the old subscriptions' senders unblocked until they close.
+		go func(r <-chan netlink.RouteUpdate, l <-chan netlink.LinkUpdate) {
+			for range r {
+			}
+			for range l {
+			}
+		}(routes, links)
+		if err := subscribe(); err != nil {
+			return err
+		}
+		if fire == nil {
+			fire = time.After(debounce)
+		}
+		return nil
 	}
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
-	var fire <-chan time.Time
 	repair := func() {
 		n, err := e.Repair(ctx)
 		if err != nil {
@@ -100,14 +135,20 @@ func (e *Engine) WatchDrift(ctx context.Context, resync, debounce time.Duration,
 			return nil
 		case _, ok := <-routes:
 			if !ok {
-				return fmt.Errorf("route subscription closed")
+				if err := resubscribe("route"); err != nil {
+					return err
+				}
+				continue
 			}
 			if fire == nil {
 				fire = time.After(debounce)
 			}
 		case _, ok := <-links:
 			if !ok {
-				return fmt.Errorf("link subscription closed")
+				if err := resubscribe("link"); err != nil {
+					return err
+				}
+				continue
 			}
 			if fire == nil {
 				fire = time.After(debounce)

@@ -244,5 +244,10 @@ func statusEqual(a, b v1alpha1.NodeNetTuningStatus) bool {
 		return out
 	}
 	a.Conditions, b.Conditions = strip(a.Conditions), strip(b.Conditions)
+	// No items is no items: Observe returns an empty slice, the API server
+	// (omitempty) nil.
+	if len(a.Items) == 0 && len(b.Items) == 0 {
+		a.Items, b.Items = nil, nil
+	}
 	return reflect.DeepEqual(a, b)
 }
