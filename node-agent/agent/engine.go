@@ -155,12 +155,12 @@ func (e *Engine) Apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	start := time.Now()
-	out, err := e.apply(ctx, target)
+	out, err := e.apply(ctx, target, true)
 	out.Duration = time.Since(start)
 	return out, err
 }
 
-func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (Outcome, error) {
+func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, probe bool) (Outcome, error) {
 	prevSpec, originals, err := e.committed()
 	if err != nil {
 		return Outcome{}, err
@@ -253,7 +253,7 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (
 			return rollback(fmt.Sprintf("verify failed: %s %s: %s", it.Kind, it.Name, it.Message), items)
 		}
 	}
-	if e.Probes != nil {
+	if probe && e.Probes != nil {
 		if err := e.Probes.Probe(ctx, e.Host, target); err != nil {
 			return rollback("probe failed: "+err.Error(), items)
 		}
@@ -427,7 +427,16 @@ func (e *Engine) Boot(ctx context.Context) (Outcome, error) {
 	if spec.Revision == "" {
 		return Outcome{Reason: "no last-known-good state"}, nil
 	}
-	return e.Apply(ctx, spec)
+	// The last-known-good state passed its probes when it was committed. At
+	// boot the peers may not be up yet (the whole vehicle powers on at once),
+	// so re-probing them would roll a rebooted host back to untuned; the
+	// state is still read back and verified.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	start := time.Now()
+	out, err := e.apply(ctx, spec, false)
+	out.Duration = time.Since(start)
+	return out, err
 }
 
 // Revert returns the host to the last-known-good state (used by `revert`).

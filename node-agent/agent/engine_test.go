@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/utils/ptr"
 	"math/big"
 	"net"
 	"os"
@@ -1080,4 +1081,46 @@ func TestDriftWatcherSurvivesOverflow(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBootDoesNotNeedPeers: a vehicle powers on all its hosts at once, so at
+// boot the peers' probe ports may not answer yet. The last-known-good state
+// passed its probes when it was committed; boot must re-apply and verify it
+// without re-probing peers, or a rebooted host would come up untuned.
+func TestBootDoesNotNeedPeers(t *testing.T) {
+	p := newPair(t)
+	dir := t.TempDir()
+	e := newEngine(t, p.A, dir)
+	ln := listenIn(t, p.B, p.addrB)
+	dst := p.addrB + "/32"
+	r1 := v1alpha1.NodeNetTuningSpec{
+		Revision: "r1",
+		Routes:   []v1alpha1.NodeRoute{route(dst, p.devA, seed())},
+		Peers:    []v1alpha1.Peer{{Host: "b", Address: p.addrB, ProbePort: ln.port()}},
+	}
+	r1.Routes[0].Peer = "b"
+	mustApply(t, e, r1)
+
+	// The peer goes away (its agent is not up yet after the power cycle),
+	// and the host reboots without its route metrics.
+	ln.ln.Close()
+	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+
+	// The peer really is unreachable: a normal apply that probes it rolls back.
+	r2 := *r1.DeepCopy()
+	r2.Revision = "r2"
+	r2.Routes[0].Parameters.Initcwnd = ptr.To[int32](20)
+	if o, err := newEngine(t, p.A, dir).Apply(context.Background(), r2); err != nil || !o.RolledBack {
+		t.Fatalf("apply with the peer down: %+v, %v; want RolledBack", o, err)
+	}
+
+	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+	o, err := newEngine(t, p.A, dir).Boot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Committed || o.Revision != "r1" {
+		t.Fatalf("boot with the peer down: %+v, want r1 committed", o)
+	}
+	mustContain(t, "route after boot", routeShow(t, p.A, dst), "cwnd lock 30", "rto_min lock 10ms", "initcwnd 25")
 }
