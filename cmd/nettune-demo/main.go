@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,12 +69,12 @@ func run(out io.Writer, args []string) error {
 		if _, err := os.Stat(bin); err != nil {
 			bin = "kubectl"
 		}
-		fmt.Fprintf(out, "\n$ kubectl %s\n", joinArgs(args))
+		fmt.Fprintf(out, "\n$ kubectl %s\n", strings.Join(args, " "))
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("kubectl %s: %w", joinArgs(args), err)
+			return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
 		}
 		return nil
 	}
@@ -100,17 +101,6 @@ func run(out io.Writer, args []string) error {
 		return ctx.Err()
 	}
 	return nil
-}
-
-func joinArgs(args []string) string {
-	s := ""
-	for i, a := range args {
-		if i > 0 {
-			s += " "
-		}
-		s += a
-	}
-	return s
 }
 
 // stepper prints "==> what ... (1.2s)" progress lines for long work.

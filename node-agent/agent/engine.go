@@ -152,10 +152,15 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 // Apply applies target as one transaction. The host ends either in target
 // (committed as last-known-good) or exactly as it was.
 func (e *Engine) Apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec) (Outcome, error) {
+	return e.transact(ctx, target, true)
+}
+
+// transact runs one apply under the engine lock and times it.
+func (e *Engine) transact(ctx context.Context, target v1alpha1.NodeNetTuningSpec, probe bool) (Outcome, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	start := time.Now()
-	out, err := e.apply(ctx, target, true)
+	out, err := e.apply(ctx, target, probe)
 	out.Duration = time.Since(start)
 	return out, err
 }
@@ -173,52 +178,26 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 
 	// Items the previous spec owned and the target drops go back to their
 	// original (pre-nettune) state.
-	newOriginals := Snapshot{}
-	for _, o := range originals.Routes {
-		if slices.ContainsFunc(routes, func(r kernel.RouteSpec) bool { return r.Dst.String() == o.Dst.String() }) {
-			newOriginals.Routes = append(newOriginals.Routes, o)
-		} else {
-			p.restoreRoutes = append(p.restoreRoutes, o)
-		}
-	}
-	for _, o := range originals.Sysctls {
-		if slices.ContainsFunc(target.Sysctls, func(s v1alpha1.Sysctl) bool { return s.Name == o.Name }) {
-			newOriginals.Sysctls = append(newOriginals.Sysctls, o)
-		} else {
-			p.sysctls = append(p.sysctls, o)
-		}
-	}
-	for _, o := range originals.Interfaces {
-		if slices.ContainsFunc(target.Interfaces, func(i v1alpha1.InterfaceTuning) bool { return i.Name == o.Name }) {
-			newOriginals.Interfaces = append(newOriginals.Interfaces, o)
-		} else {
-			p.interfaces = append(p.interfaces, o)
-		}
-	}
+	routeKeys := keySet(routes, func(r kernel.RouteSpec) string { return r.Dst.String() })
+	sysctlKeys := keySet(target.Sysctls, sysctlKey)
+	ifaceKeys := keySet(target.Interfaces, ifaceKey)
+	var newOriginals Snapshot
+	newOriginals.Routes, p.restoreRoutes = splitOwned(originals.Routes, routeSnapKey, routeKeys)
+	var dropped []v1alpha1.Sysctl
+	newOriginals.Sysctls, dropped = splitOwned(originals.Sysctls, sysctlKey, sysctlKeys)
+	p.sysctls = append(p.sysctls, dropped...)
+	var droppedIfaces []v1alpha1.InterfaceTuning
+	newOriginals.Interfaces, droppedIfaces = splitOwned(originals.Interfaces, ifaceKey, ifaceKeys)
+	p.interfaces = append(p.interfaces, droppedIfaces...)
 
 	snap, err := e.snapshot(p)
 	if err != nil {
 		return Outcome{Revision: prevSpec.Revision, Refused: true, Reason: "refused before any change: " + err.Error()}, nil
 	}
 	// First-time items: their current state is their original.
-	for _, r := range snap.Routes {
-		if !slices.ContainsFunc(newOriginals.Routes, func(o kernel.RouteSnapshot) bool { return o.Dst.String() == r.Dst.String() }) &&
-			!slices.ContainsFunc(p.restoreRoutes, func(o kernel.RouteSnapshot) bool { return o.Dst.String() == r.Dst.String() }) {
-			newOriginals.Routes = append(newOriginals.Routes, r)
-		}
-	}
-	for _, s := range snap.Sysctls {
-		if slices.ContainsFunc(target.Sysctls, func(t v1alpha1.Sysctl) bool { return t.Name == s.Name }) &&
-			!slices.ContainsFunc(newOriginals.Sysctls, func(o v1alpha1.Sysctl) bool { return o.Name == s.Name }) {
-			newOriginals.Sysctls = append(newOriginals.Sysctls, s)
-		}
-	}
-	for _, i := range snap.Interfaces {
-		if slices.ContainsFunc(target.Interfaces, func(t v1alpha1.InterfaceTuning) bool { return t.Name == i.Name }) &&
-			!slices.ContainsFunc(newOriginals.Interfaces, func(o v1alpha1.InterfaceTuning) bool { return o.Name == i.Name }) {
-			newOriginals.Interfaces = append(newOriginals.Interfaces, i)
-		}
-	}
+	newOriginals.Routes = adoptNew(newOriginals.Routes, snap.Routes, routeSnapKey, routeKeys)
+	newOriginals.Sysctls = adoptNew(newOriginals.Sysctls, snap.Sysctls, sysctlKey, sysctlKeys)
+	newOriginals.Interfaces = adoptNew(newOriginals.Interfaces, snap.Interfaces, ifaceKey, ifaceKeys)
 
 	rawSnap, err := json.Marshal(snap)
 	if err != nil {
@@ -293,6 +272,45 @@ func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 			cancel()
 		}
 	}
+}
+
+func routeSnapKey(r kernel.RouteSnapshot) string { return r.Dst.String() }
+func sysctlKey(s v1alpha1.Sysctl) string         { return s.Name }
+func ifaceKey(i v1alpha1.InterfaceTuning) string { return i.Name }
+
+// keySet is the set of keys of items.
+func keySet[T any](items []T, key func(T) string) map[string]bool {
+	set := make(map[string]bool, len(items))
+	for _, it := range items {
+		set[key(it)] = true
+	}
+	return set
+}
+
+// splitOwned partitions the originals of previously owned items into those
+// the target still names (kept) and those it drops (to be restored).
+func splitOwned[T any](originals []T, key func(T) string, target map[string]bool) (kept, dropped []T) {
+	for _, o := range originals {
+		if target[key(o)] {
+			kept = append(kept, o)
+		} else {
+			dropped = append(dropped, o)
+		}
+	}
+	return kept, dropped
+}
+
+// adoptNew adds to originals the current state of every item the target
+// names that has no original yet (nettune touches it for the first time).
+func adoptNew[T any](originals, current []T, key func(T) string, target map[string]bool) []T {
+	known := keySet(originals, key)
+	for _, c := range current {
+		if k := key(c); target[k] && !known[k] {
+			originals = append(originals, c)
+			known[k] = true
+		}
+	}
+	return originals
 }
 
 func (e *Engine) now() time.Time {
@@ -431,12 +449,7 @@ func (e *Engine) Boot(ctx context.Context) (Outcome, error) {
 	// boot the peers may not be up yet (the whole vehicle powers on at once),
 	// so re-probing them would roll a rebooted host back to untuned; the
 	// state is still read back and verified.
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	start := time.Now()
-	out, err := e.apply(ctx, spec, false)
-	out.Duration = time.Since(start)
-	return out, err
+	return e.transact(ctx, spec, false)
 }
 
 // Revert returns the host to the last-known-good state (used by `revert`).

@@ -122,6 +122,20 @@ func rtoMillis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
+// keys are the RTAX_* metrics r sets (congestion control included), in
+// display order.
+func (r rawMetrics) keys() []int {
+	keys := make([]int, 0, len(r.vals)+1)
+	for k := range r.vals {
+		keys = append(keys, k)
+	}
+	if r.cc != "" {
+		keys = append(keys, unix.RTAX_CC_ALGO)
+	}
+	sortMetricKeys(keys)
+	return keys
+}
+
 func (m RouteMetrics) raw() rawMetrics {
 	r := rawMetrics{vals: map[int]uint32{}, cc: m.CongestionControl, locks: m.Locks}
 	for k, v := range m.Other {
@@ -343,15 +357,7 @@ func (d MetricDiff) String() string {
 func DiffMetrics(desired, observed RouteMetrics) []MetricDiff {
 	d, o := desired.raw(), observed.raw()
 	var diffs []MetricDiff
-	keys := make([]int, 0, len(d.vals)+1)
-	for k := range d.vals {
-		keys = append(keys, k)
-	}
-	if d.cc != "" {
-		keys = append(keys, unix.RTAX_CC_ALGO)
-	}
-	sortMetricKeys(keys)
-	for _, k := range keys {
+	for _, k := range d.keys() {
 		dl, ol := d.locks&LockBit(k) != 0, o.locks&LockBit(k) != 0
 		var same bool
 		if k == unix.RTAX_CC_ALGO {
@@ -481,16 +487,8 @@ func formatOne(k int, r rawMetrics) string {
 // a meaningful desired value.
 func (m RouteMetrics) String() string {
 	r := m.raw()
-	keys := make([]int, 0, len(r.vals)+1)
-	for k := range r.vals {
-		keys = append(keys, k)
-	}
-	if r.cc != "" {
-		keys = append(keys, unix.RTAX_CC_ALGO)
-	}
-	sortMetricKeys(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range r.keys() {
 		s := formatOne(k, r)
 		if s == "" && k == unix.RTAX_QUICKACK {
 			s = "0"
