@@ -54,6 +54,8 @@ type sim struct {
 	// Inconclusive) for an analysis step.
 	verdict  func(m *planner.Measure) string
 	commands planner.Commands
+	// noVerify: agents report but never finish applying.
+	noVerify bool
 	lines    []string
 }
 
@@ -128,7 +130,7 @@ func (s *sim) tick(d time.Duration) planner.Output {
 			continue
 		}
 		v.LastSeen = s.now.Add(d)
-		if !v.Verified && !v.Failed {
+		if !v.Verified && !v.Failed && !s.noVerify {
 			v.Failed = want != "" && s.failOn[name] == want
 			v.Verified = !v.Failed
 		}

@@ -1,0 +1,405 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/planner"
+)
+
+func runUntil(s *sim, max int, stop func(planner.Output) bool) planner.Output {
+	var out planner.Output
+	for i := 0; i < max; i++ {
+		out = s.tick(time.Minute)
+		if stop(out) {
+			return out
+		}
+	}
+	return out
+}
+
+func phaseIs(p string) func(planner.Output) bool {
+	return func(o planner.Output) bool { return o.Status.Phase == p }
+}
+
+func count(out planner.Output, rev string) int {
+	n := 0
+	for _, r := range out.Assign {
+		if r == rev {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCanaryCohort(t *testing.T) {
+	cases := []struct {
+		name   string
+		canary v1alpha1.CanarySpec
+		check  func(t *testing.T, s *sim, got []string)
+	}{
+		{"count below model count is raised to one per model", v1alpha1.CanarySpec{Count: ptr(int32(1))}, func(t *testing.T, s *sim, got []string) {
+			if len(got) != 2 || s.vehicles[got[0]].Hardware[0] == s.vehicles[got[1]].Hardware[0] {
+				t.Errorf("canaries %v, want one xavier and one orin", got)
+			}
+		}},
+		{"count stratified round-robin", v1alpha1.CanarySpec{Count: ptr(int32(4))}, func(t *testing.T, s *sim, got []string) {
+			hw := map[string]int{}
+			for _, c := range got {
+				hw[s.vehicles[c].Hardware[0]]++
+			}
+			if len(got) != 4 || hw["xavier"] != 2 || hw["orin"] != 2 {
+				t.Errorf("canaries %v by model %v, want 2+2", got, hw)
+			}
+		}},
+		{"explicit names, unknown ignored", v1alpha1.CanarySpec{Vehicles: []string{"av-03", "av-99"}}, func(t *testing.T, s *sim, got []string) {
+			if strings.Join(got, ",") != "av-03" {
+				t.Errorf("canaries %v, want [av-03]", got)
+			}
+		}},
+		{"selector", v1alpha1.CanarySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/hardware": "orin"}}}, func(t *testing.T, s *sim, got []string) {
+			if strings.Join(got, ",") != "av-07,av-08,av-09" {
+				t.Errorf("canaries %v, want the orin vehicles", got)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, shipped(), 6, 3, "r1")
+			s.rollout.Canary = tc.canary
+			s.revision = "r2"
+			out := s.tick(time.Minute)
+			tc.check(t, s, out.Status.CanaryVehicles)
+		})
+	}
+}
+
+func TestCanaryPrefersReachable(t *testing.T) {
+	s := newSim(t, shipped(), 2, 1, "r1")
+	s.rollout.Canary = v1alpha1.CanarySpec{Count: ptr(int32(2))}
+	// av-01 and av-02 are the xavier vehicles; make one long silent.
+	s.vehicles["av-01"].LastSeen = s.now.Add(-time.Hour)
+	s.revision = "r2"
+	out := s.tick(time.Minute)
+	for _, c := range out.Status.CanaryVehicles {
+		if c == "av-01" {
+			t.Errorf("unreachable av-01 picked as canary: %v", out.Status.CanaryVehicles)
+		}
+	}
+}
+
+func TestMaxUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		max  intstr.IntOrString
+		want int
+	}{{intstr.FromInt32(1), 1}, {intstr.FromInt32(3), 3}, {intstr.FromString("50%"), 5}} {
+		s := newSim(t, shipped(), 8, 2, "r1")
+		s.rollout.MaxUnavailable = &tc.max
+		s.rollout.Canary = v1alpha1.CanarySpec{Count: ptr(int32(8))}
+		s.revision = "r2"
+		s.noVerify = true // agents report but never verify: every assigned vehicle stays in flight
+		var out planner.Output
+		for i := 0; i < 5; i++ {
+			out = s.tick(time.Minute)
+		}
+		if got := count(out, "r2"); got != tc.want {
+			t.Errorf("maxUnavailable %s: %d vehicles in flight, want %d", tc.max.String(), got, tc.want)
+		}
+		s.noVerify = false
+		if out = runUntil(s, 30, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+			t.Errorf("maxUnavailable %s: rollout did not complete once agents verified", tc.max.String())
+		}
+	}
+}
+
+func TestFailureBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget     intstr.IntOrString
+		failing    []string
+		rolledBack bool
+	}{
+		{intstr.FromInt32(0), []string{"av-01"}, true},
+		{intstr.FromInt32(1), []string{"av-01"}, false},
+		{intstr.FromInt32(1), []string{"av-01", "av-02"}, true},
+		{intstr.FromString("20%"), []string{"av-01", "av-02"}, false},
+	} {
+		s := newSim(t, shipped(), 8, 2, "r1")
+		s.rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-01", "av-02", "av-09"}}
+		s.rollout.MaxUnavailable = ptr(intstr.FromInt32(10))
+		s.rollout.FailureBudget = &tc.budget
+		s.revision = "r2"
+		for _, v := range tc.failing {
+			s.failOn[v] = "r2"
+		}
+		out := runUntil(s, 15, func(o planner.Output) bool {
+			return o.Status.Phase == planner.PhaseRolledBack || o.Status.Phase == planner.PhaseHealthy
+		})
+		if got := out.Status.Phase == planner.PhaseRolledBack; got != tc.rolledBack {
+			t.Errorf("budget %s with %v failing: rolled back %v, want %v (phase %s)", tc.budget.String(), tc.failing, got, tc.rolledBack, out.Status.Phase)
+		}
+		if tc.rolledBack {
+			c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionRolledBack)
+			if c == nil || c.Reason != "FailureBudgetExceeded" || !strings.Contains(c.Message, tc.failing[0]) {
+				t.Errorf("RolledBack condition %+v, want reason FailureBudgetExceeded naming %s", c, tc.failing[0])
+			}
+			assertAll(t, out, "r1")
+		}
+	}
+}
+
+func TestPauseAndPromote(t *testing.T) {
+	s := newSim(t, shipped(), 4, 1, "r1")
+	s.rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}, {SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}
+	s.revision = "r2"
+	out := runUntil(s, 5, phaseIs("never"))
+	if out.Status.Phase != planner.PhasePaused || *out.Status.CurrentStep != 0 {
+		t.Fatalf("indefinite pause: phase %s step %d, want Paused 0", out.Status.Phase, *out.Status.CurrentStep)
+	}
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PauseStep" {
+		t.Errorf("Paused condition %+v", c)
+	}
+	// Promote naming another step does nothing.
+	s.commands.PromoteStep = ptr(int32(1))
+	out = s.tick(time.Minute)
+	if *out.Status.CurrentStep != 0 {
+		t.Errorf("promote of step 1 moved step 0")
+	}
+	s.commands.PromoteStep = ptr(int32(0))
+	out = runUntil(s, 10, phaseIs(planner.PhaseHealthy))
+	if out.Status.StableRevision != "r2" {
+		t.Errorf("after promote: stable %s, want r2", out.Status.StableRevision)
+	}
+}
+
+func TestTimedPause(t *testing.T) {
+	s := newSim(t, shipped(), 4, 1, "r1")
+	s.rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{Duration: dur(10 * time.Minute)}}}
+	s.revision = "r2"
+	out := s.tick(time.Minute)
+	out = s.tick(time.Minute)
+	out = s.tick(time.Minute)
+	if *out.Status.CurrentStep != 0 || out.RequeueAfter <= 0 || out.RequeueAfter > 10*time.Minute {
+		t.Errorf("timed pause: step %d requeue %s", *out.Status.CurrentStep, out.RequeueAfter)
+	}
+	out = runUntil(s, 20, phaseIs(planner.PhaseHealthy))
+	if out.Status.Phase != planner.PhaseHealthy || s.now.Sub(s.start) < 10*time.Minute {
+		t.Errorf("timed pause finished at %s phase %s, want after 10m Healthy", s.now.Sub(s.start), out.Status.Phase)
+	}
+}
+
+func TestPausedSpecHoldsAssignments(t *testing.T) {
+	s := newSim(t, shipped(), 6, 2, "r1")
+	s.revision = "r2"
+	s.tick(time.Minute)
+	s.rollout.Paused = true
+	before := count(s.tick(time.Minute), "r2")
+	out := runUntil(s, 5, phaseIs("never"))
+	if out.Status.Phase != planner.PhasePaused || count(out, "r2") != before {
+		t.Errorf("paused: phase %s, r2 vehicles %d -> %d", out.Status.Phase, before, count(out, "r2"))
+	}
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused); c == nil || c.Reason != "PausedByUser" {
+		t.Errorf("Paused condition %+v, want reason PausedByUser", c)
+	}
+	s.rollout.Paused = false
+	if out = runUntil(s, 20, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+		t.Errorf("resumed rollout did not complete: %s", out.Status.Phase)
+	}
+}
+
+func TestAbort(t *testing.T) {
+	s := newSim(t, shipped(), 6, 2, "r1")
+	s.revision = "r2"
+	s.tick(time.Minute)
+	s.commands.AbortRevision = "r-other"
+	if out := s.tick(time.Minute); out.Status.Phase == planner.PhaseRolledBack {
+		t.Fatalf("abort of another revision rolled back")
+	}
+	s.commands.AbortRevision = "r2"
+	out := s.tick(time.Minute)
+	if out.Status.Phase != planner.PhaseRolledBack || out.Status.FailedRevision != "r2" {
+		t.Fatalf("abort: phase %s failed %s", out.Status.Phase, out.Status.FailedRevision)
+	}
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionRolledBack); c == nil || c.Reason != "Aborted" {
+		t.Errorf("RolledBack condition %+v, want Aborted", c)
+	}
+	assertAll(t, out, "r1")
+}
+
+func TestExcludeVehicle(t *testing.T) {
+	s := newSim(t, shipped(), 6, 2, "r1")
+	s.commands.Excluded = []string{"av-03"}
+	s.revision = "r2"
+	out := runUntil(s, 30, phaseIs(planner.PhaseHealthy))
+	if out.Status.Phase != planner.PhaseHealthy {
+		t.Fatalf("phase %s", out.Status.Phase)
+	}
+	if out.Assign["av-03"] != "r1" || out.Status.Vehicles.Total != 7 {
+		t.Errorf("excluded av-03 assigned %s, total %d; want r1 and 7", out.Assign["av-03"], out.Status.Vehicles.Total)
+	}
+	s.commands.Excluded = nil
+	out = s.tick(time.Minute)
+	if out.Assign["av-03"] != "r2" {
+		t.Errorf("included av-03 assigned %s, want the stable r2", out.Assign["av-03"])
+	}
+}
+
+func TestAnalysisVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		verdict string
+		dryRun  bool
+		policy  v1alpha1.InconclusivePolicy
+		phase   string
+	}{
+		{"failed rolls back", planner.AnalysisFailed, false, "", planner.PhaseRolledBack},
+		{"failed in dry run goes on", planner.AnalysisFailed, true, "", planner.PhaseHealthy},
+		{"inconclusive pauses", planner.AnalysisInconclusive, false, v1alpha1.InconclusivePause, planner.PhasePaused},
+		{"inconclusive aborts", planner.AnalysisInconclusive, false, v1alpha1.InconclusiveAbort, planner.PhaseRolledBack},
+		{"running waits", planner.AnalysisRunning, false, "", planner.PhaseProgressing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, shipped(), 6, 2, "r1")
+			s.rollout.Analyses[0].DryRun = tc.dryRun
+			s.rollout.Analyses[0].OnInconclusive = tc.policy
+			s.revision = "r2"
+			s.verdict = func(*planner.Measure) string { return tc.verdict }
+			stop := phaseIs(tc.phase)
+			if tc.verdict == planner.AnalysisRunning {
+				stop = phaseIs("never")
+			}
+			out := runUntil(s, 25, stop)
+			if out.Status.Phase != tc.phase {
+				t.Fatalf("phase %s, want %s", out.Status.Phase, tc.phase)
+			}
+			if tc.phase == planner.PhaseProgressing && (out.Measure == nil || out.RequeueAfter <= 0) {
+				t.Errorf("running analysis: measure %v requeue %s", out.Measure, out.RequeueAfter)
+			}
+			if tc.phase == planner.PhasePaused {
+				c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused)
+				if c == nil || c.Reason != "AnalysisInconclusive" {
+					t.Errorf("Paused condition %+v", c)
+				}
+				s.commands.PromoteStep = out.Status.CurrentStep
+				s.verdict = func(*planner.Measure) string { return planner.AnalysisSuccessful }
+				if out = runUntil(s, 25, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+					t.Errorf("promoted past inconclusive: %s", out.Status.Phase)
+				}
+			}
+		})
+	}
+}
+
+func TestNoRolloutUpdatesAll(t *testing.T) {
+	s := newSim(t, shipped(), 4, 2, "")
+	s.rollout = nil
+	s.revision = "r1"
+	out := s.tick(time.Minute)
+	if count(out, "r1") != 6 {
+		t.Errorf("no rollout: %d vehicles on r1, want 6", count(out, "r1"))
+	}
+	out = s.tick(time.Minute)
+	if out.Status.StableRevision != "r1" || out.Status.Phase != planner.PhaseHealthy {
+		t.Errorf("stable %q phase %s", out.Status.StableRevision, out.Status.Phase)
+	}
+}
+
+func TestFirstRolloutHasNoBaseline(t *testing.T) {
+	s := newSim(t, shipped(), 4, 2, "")
+	s.revision = "r1"
+	var measured *planner.Measure
+	s.verdict = func(m *planner.Measure) string { measured = m; return planner.AnalysisSuccessful }
+	out := runUntil(s, 20, phaseIs(planner.PhaseHealthy))
+	if out.Status.StableRevision != "r1" {
+		t.Fatalf("first rollout did not complete: %s", out.Status.Phase)
+	}
+	if measured == nil || len(measured.Baseline) != 0 || measured.BaselineRevision != "" {
+		t.Errorf("first rollout measure %+v, want canaries only", measured)
+	}
+}
+
+func TestUndoToStableIsImmediate(t *testing.T) {
+	s := newSim(t, shipped(), 6, 2, "r1")
+	s.revision = "r2"
+	runUntil(s, 4, phaseIs("never"))
+	s.revision = "r1"
+	out := s.tick(time.Minute)
+	assertAll(t, out, "r1")
+	if out.Status.Phase != planner.PhaseHealthy || out.Status.CurrentRevision != "r1" {
+		t.Errorf("undo: phase %s current %s", out.Status.Phase, out.Status.CurrentRevision)
+	}
+}
+
+func TestFailedRevisionNotRetried(t *testing.T) {
+	s := newSim(t, shipped(), 6, 2, "r1")
+	s.revision = "r2"
+	s.verdict = func(*planner.Measure) string { return planner.AnalysisFailed }
+	runUntil(s, 10, phaseIs(planner.PhaseRolledBack))
+	s.revision = "r3"
+	s.tick(time.Minute)
+	s.revision = "r2" // edited back to the failed content
+	out := s.tick(time.Minute)
+	if out.Status.Phase != planner.PhaseRolledBack || count(out, "r2") != 0 {
+		t.Errorf("failed revision retried: phase %s, %d vehicles on r2", out.Status.Phase, count(out, "r2"))
+	}
+}
+
+func TestRevisionHistoryLimit(t *testing.T) {
+	s := newSim(t, shipped(), 2, 1, "r0")
+	s.rollout.RevisionHistoryLimit = ptr(int32(3))
+	s.rollout.Steps = nil
+	for _, r := range []string{"r1", "r2", "r3", "r4", "r5"} {
+		s.revision = r
+		runUntil(s, 10, func(o planner.Output) bool { return o.Status.StableRevision == r })
+	}
+	var names []string
+	for _, r := range s.status.Revisions {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "r3,r4,r5" {
+		t.Errorf("revisions %v, want [r3 r4 r5]", names)
+	}
+}
+
+func TestConditionsKstatus(t *testing.T) {
+	s := newSim(t, shipped(), 4, 2, "r1")
+	s.revision = "r2"
+	out := s.tick(time.Minute)
+	want := map[string]metav1.ConditionStatus{
+		v1alpha1.ConditionReady: metav1.ConditionFalse, v1alpha1.ConditionReconciling: metav1.ConditionTrue,
+		v1alpha1.ConditionStalled: metav1.ConditionFalse,
+	}
+	for typ, st := range want {
+		if c := meta.FindStatusCondition(out.Status.Conditions, typ); c == nil || c.Status != st || c.ObservedGeneration != s.gen {
+			t.Errorf("progressing: condition %s = %+v, want %s at generation %d", typ, c, st, s.gen)
+		}
+	}
+	out = runUntil(s, 30, phaseIs(planner.PhaseHealthy))
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("healthy: Ready %+v", c)
+	}
+	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionReconciling); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("healthy: Reconciling %+v", c)
+	}
+}
