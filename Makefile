@@ -12,6 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
+LOKI           := $(BIN)/loki
 
 ##@ General
 
@@ -60,7 +61,7 @@ fmt: ## gofmt the tree.
 ##@ Tools (built from the Go module proxy, pinned in hack/tools/*/go.mod)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) ## Build controller-gen, kube-apiserver, etcd and kubectl into bin/ (reused when present).
+tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) ## Build controller-gen, kube-apiserver, etcd, kubectl and loki into bin/ (reused when present).
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -73,6 +74,11 @@ $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
 
 $(KUBECTL): hack/tools/kube-apiserver/go.mod
 	cd hack/tools/kube-apiserver && $(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
+
+# Loki single binary (about 3-5 min on 2 cores); the version comes from go.mod.
+LOKI_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/grafana/loki/v3" { print $$3 }' hack/tools/loki/go.mod)
+$(LOKI): hack/tools/loki/go.mod
+	cd hack/tools/loki && $(GO) build -o $@ -ldflags "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=$(LOKI_VERSION)" github.com/grafana/loki/v3/cmd/loki
 
 .PHONY: clean
 clean: ## Remove built binaries and local state.

@@ -2,6 +2,8 @@
 //
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings/status,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch

@@ -1,0 +1,513 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/planner"
+)
+
+// Vehicle roles and states shown by status.
+const (
+	roleCanary   = "canary"
+	roleBaseline = "baseline"
+	roleExcluded = "excluded"
+
+	stateVerified    = "Verified"
+	stateUpdating    = "Updating"
+	stateUnreachable = "Unreachable"
+	stateFailed      = "Failed"
+)
+
+// defaultUnreachableAfter is spec.rollout.unreachableAfter's default.
+const defaultUnreachableAfter = 2 * time.Minute
+
+// shownConditions are the profile conditions status prints when True, in order.
+var shownConditions = []string{
+	v1alpha1.ConditionReady,
+	v1alpha1.ConditionStalled,
+	v1alpha1.ConditionPaused,
+	v1alpha1.ConditionConflict,
+	v1alpha1.ConditionRolledBack,
+}
+
+// Render writes the status view of profile p: p's spec and status, the nodes
+// it may select and their NodeNetTunings (matched by name), at time now. It
+// is a pure function of its arguments.
+func Render(w io.Writer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) {
+	var b bytes.Buffer
+	renderHeader(&b, p, now)
+	renderSteps(&b, p, now)
+	renderAnalysis(&b, p, now)
+	renderConditions(&b, p)
+	renderVehicles(&b, p, nodes, nnts, now)
+	_, _ = w.Write(b.Bytes())
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func labelOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// age is a kubectl-style age ("45s", "3m10s", "2d").
+func age(t, now time.Time) string {
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// shortDuration prints a spec duration without trailing zero units ("10m", "1h30m").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func steps(p *v1alpha1.NetTuningProfile) []v1alpha1.RolloutStep {
+	if p.Spec.Rollout == nil {
+		return nil
+	}
+	return p.Spec.Rollout.Steps
+}
+
+// currentStep is status.currentStep, 0 when unset.
+func currentStep(p *v1alpha1.NetTuningProfile) int32 {
+	if p.Status.CurrentStep == nil {
+		return 0
+	}
+	return *p.Status.CurrentStep
+}
+
+// stepText describes step i of p ("setVehicles 25%", "pause until promoted").
+func stepText(p *v1alpha1.NetTuningProfile, i int32) string {
+	ss := steps(p)
+	if int(i) >= len(ss) || i < 0 {
+		return "every vehicle, then stable"
+	}
+	s := ss[i]
+	switch {
+	case s.SetVehicles != nil && s.SetVehicles.Count != nil:
+		return fmt.Sprintf("setVehicles %d", *s.SetVehicles.Count)
+	case s.SetVehicles != nil && s.SetVehicles.Percent != nil:
+		return fmt.Sprintf("setVehicles %d%%", *s.SetVehicles.Percent)
+	case s.Pause != nil && s.Pause.Duration != nil:
+		return "pause " + shortDuration(s.Pause.Duration.Duration)
+	case s.Pause != nil:
+		return "pause until promoted"
+	case s.Analysis != nil:
+		return "analysis " + s.Analysis.Name
+	}
+	return "(empty step)"
+}
+
+// rolloutState classifies the profile's status for the commands and the view.
+type rolloutState int
+
+const (
+	stateNotReconciled rolloutState = iota // no status yet
+	stateInProgress                        // currentRevision is rolling out
+	stateStable                            // currentRevision == stableRevision
+	stateRolledBack                        // currentRevision was rolled back
+)
+
+func classify(p *v1alpha1.NetTuningProfile) rolloutState {
+	st := p.Status
+	switch {
+	case st.CurrentRevision == "":
+		return stateNotReconciled
+	case st.Phase == planner.PhaseRolledBack || st.CurrentRevision == st.FailedRevision:
+		return stateRolledBack
+	case st.CurrentRevision == st.StableRevision:
+		return stateStable
+	}
+	return stateInProgress
+}
+
+func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) {
+	st := p.Status
+	// Fixed label width: frames of --watch stay aligned whatever lines show.
+	tw := &labelWriter{b: b}
+	phase := st.Phase
+	if phase == "" {
+		phase = "Pending (not reconciled yet)"
+	}
+	fmt.Fprintf(tw, "Profile:\t%s\n", p.Name)
+	fmt.Fprintf(tw, "Phase:\t%s\n", phase)
+	fmt.Fprintf(tw, "Current revision:\t%s\n", orDash(st.CurrentRevision))
+	fmt.Fprintf(tw, "Stable revision:\t%s\n", orDash(st.StableRevision))
+	fmt.Fprintf(tw, "Failed revision:\t%s\n", orDash(st.FailedRevision))
+	if len(st.CanaryVehicles) > 0 {
+		fmt.Fprintf(tw, "Canary vehicles:\t%s\n", strings.Join(st.CanaryVehicles, ", "))
+	}
+	if ex := controllers.SplitList(p.Annotations[controllers.ExcludeAnnotation]); len(ex) > 0 {
+		fmt.Fprintf(tw, "Excluded vehicles:\t%s\n", strings.Join(ex, ", "))
+	}
+	v := st.Vehicles
+	fmt.Fprintf(tw, "Vehicles:\t%d total, %d updated, %d verified, %d unreachable, %d failed\n", v.Total, v.Updated, v.Verified, v.Unreachable, v.Failed)
+	if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
+		fmt.Fprintf(tw, "Paused:\tby the user (kubectl nettune resume %s)\n", p.Name)
+	}
+	if a := strings.TrimSpace(p.Annotations[controllers.PromoteAnnotation]); a != "" {
+		fmt.Fprintf(tw, "Promoted step:\t%s\n", a)
+	}
+	if a := strings.TrimSpace(p.Annotations[controllers.AbortAnnotation]); a != "" {
+		fmt.Fprintf(tw, "Aborted revision:\t%s\n", a)
+	}
+	switch {
+	case p.Spec.Rollout == nil:
+		fmt.Fprintf(tw, "Step:\t- (no spec.rollout: every vehicle gets a new revision at once)\n")
+	default:
+		cur := currentStep(p)
+		line := fmt.Sprintf("%d/%d %s", cur, len(steps(p)), stepText(p, cur))
+		if classify(p) == stateInProgress && st.StepStarted != nil {
+			line += fmt.Sprintf(" (started %s ago)", age(st.StepStarted.Time, now))
+		}
+		fmt.Fprintf(tw, "Step:\t%s\n", line)
+	}
+	if st.ObservedGeneration != 0 && st.ObservedGeneration != p.Generation {
+		fmt.Fprintf(tw, "Note:\tstatus describes generation %d, the spec is at generation %d (the controller has not caught up)\n", st.ObservedGeneration, p.Generation)
+	}
+}
+
+// labelWriter writes "Label:\tvalue" lines with the labels padded to one width.
+type labelWriter struct{ b *bytes.Buffer }
+
+// labelWidth fits the longest label, "Excluded vehicles:", and a space.
+const labelWidth = 19
+
+func (l *labelWriter) Write(p []byte) (int, error) {
+	label, value, ok := strings.Cut(string(p), "\t")
+	if !ok {
+		return l.b.Write(p)
+	}
+	fmt.Fprintf(l.b, "%-*s%s", labelWidth, label, value)
+	return len(p), nil
+}
+
+func renderSteps(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) {
+	if p.Spec.Rollout == nil {
+		return
+	}
+	n := int32(len(steps(p)))
+	cur := currentStep(p)
+	state := classify(p)
+	for i := int32(0); i <= n; i++ {
+		mark := "[ ]"
+		switch state {
+		case stateStable:
+			mark = "[x]"
+		case stateInProgress:
+			switch {
+			case i < cur:
+				mark = "[x]"
+			case i == cur:
+				mark = "[>]"
+			}
+		case stateRolledBack:
+			switch {
+			case i < cur:
+				mark = "[x]"
+			case i == cur:
+				mark = "[!]"
+			}
+		}
+		text := stepText(p, i)
+		if state == stateInProgress && i == cur {
+			text += currentStepNote(p, i, now)
+		}
+		fmt.Fprintf(b, "  %s %d %s\n", mark, i, text)
+	}
+}
+
+// currentStepNote says what the current step waits for.
+func currentStepNote(p *v1alpha1.NetTuningProfile, i int32, now time.Time) string {
+	ss := steps(p)
+	if int(i) >= len(ss) {
+		return ""
+	}
+	s := ss[i]
+	switch {
+	case s.Pause != nil && s.Pause.Duration == nil:
+		return fmt.Sprintf(" (waiting: kubectl nettune promote %s)", p.Name)
+	case s.Pause != nil && p.Status.StepStarted != nil:
+		left := p.Status.StepStarted.Add(s.Pause.Duration.Duration).Sub(now)
+		if left > 0 {
+			return fmt.Sprintf(" (%s left)", duration.HumanDuration(left))
+		}
+	case s.Analysis != nil:
+		for _, a := range p.Status.Analysis {
+			if a.Name == s.Analysis.Name && a.Step == i && a.Phase != "" {
+				return fmt.Sprintf(" (%s)", a.Phase)
+			}
+		}
+	}
+	return ""
+}
+
+func renderAnalysis(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) {
+	res := p.Status.Analysis
+	if len(res) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nAnalysis:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tSTEP\tPHASE\tCANARY\tBASELINE\tTHRESHOLD\tOK\tFAILED\tINCONCLUSIVE\tERRORS\tMEASURED\tMESSAGE")
+	for _, a := range res {
+		measured := "-"
+		if a.LastMeasured != nil {
+			measured = age(a.LastMeasured.Time, now) + " ago"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n",
+			a.Name, a.Step, orDash(a.Phase), orDash(a.CanaryValue), orDash(a.BaselineValue), orDash(a.Threshold),
+			a.Successful, a.Failed, a.Inconclusive, a.Errors, measured, oneLine(a.Message))
+	}
+	_ = tw.Flush()
+}
+
+// oneLine keeps a message on one table row.
+func oneLine(s string) string {
+	return orDash(strings.Join(strings.Fields(s), " "))
+}
+
+func renderConditions(b *bytes.Buffer, p *v1alpha1.NetTuningProfile) {
+	var lines []string
+	for _, t := range shownConditions {
+		c := meta.FindStatusCondition(p.Status.Conditions, t)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		l := fmt.Sprintf("  %s (%s)", c.Type, orDash(c.Reason))
+		if m := strings.TrimSpace(c.Message); m != "" {
+			l += ": " + strings.Join(strings.Fields(m), " ")
+		}
+		lines = append(lines, l)
+	}
+	b.WriteString("\nConditions:\n")
+	if len(lines) == 0 {
+		b.WriteString("  none of Ready, Stalled, Paused, Conflict, RolledBack is True\n")
+		return
+	}
+	b.WriteString(strings.Join(lines, "\n") + "\n")
+}
+
+// vehicleRow is one line of the vehicle table.
+type vehicleRow struct {
+	Name     string
+	Hardware string
+	Role     string
+	Revision string
+	Verified int
+	Nodes    int
+	State    string
+	LastSeen time.Time // zero: some node never reported
+}
+
+// vehicleRows groups the nodes p selects into vehicles and summarizes each
+// from its nodes' NodeNetTunings. It also returns the selected nodes that
+// carry no vehicle label.
+func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) ([]vehicleRow, []string, error) {
+	sel := labels.Everything()
+	if p.Spec.NodeSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spec.nodeSelector: %w", err)
+		}
+		sel = s
+	}
+	vehicleLabel := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
+	hardwareLabel := labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel)
+	after := defaultUnreachableAfter
+	if p.Spec.Rollout != nil && p.Spec.Rollout.UnreachableAfter != nil {
+		after = p.Spec.Rollout.UnreachableAfter.Duration
+	}
+	byNode := map[string]*v1alpha1.NodeNetTuning{}
+	for i := range nnts {
+		byNode[nnts[i].Name] = &nnts[i]
+	}
+	canary := map[string]bool{}
+	for _, v := range p.Status.CanaryVehicles {
+		canary[v] = true
+	}
+	excluded := map[string]bool{}
+	for _, v := range controllers.SplitList(p.Annotations[controllers.ExcludeAnnotation]) {
+		excluded[v] = true
+	}
+
+	vehicles := map[string][]*corev1.Node{}
+	var unlabelled []string
+	for i := range nodes {
+		n := &nodes[i]
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		v := n.Labels[vehicleLabel]
+		if v == "" {
+			unlabelled = append(unlabelled, n.Name)
+			continue
+		}
+		vehicles[v] = append(vehicles[v], n)
+	}
+	sort.Strings(unlabelled)
+
+	var rows []vehicleRow
+	for name, ns := range vehicles {
+		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+		r := vehicleRow{Name: name, Role: roleBaseline, Nodes: len(ns)}
+		switch {
+		case excluded[name]:
+			r.Role = roleExcluded
+		case canary[name]:
+			r.Role = roleCanary
+		}
+		hw := map[string]bool{}
+		revs := map[string]bool{}
+		failed := false
+		for i, n := range ns {
+			if h := n.Labels[hardwareLabel]; h != "" {
+				hw[h] = true
+			}
+			nnt := byNode[n.Name]
+			rev := ""
+			if nnt != nil {
+				rev = controllers.AssignedRevision(nnt, p.Name)
+			}
+			revs[rev] = true
+			verified, nodeFailed, seen := nodeReport(nnt)
+			if verified {
+				r.Verified++
+			}
+			failed = failed || nodeFailed
+			// The vehicle is as recent as its most silent node.
+			switch {
+			case i == 0:
+				r.LastSeen = seen
+			case r.LastSeen.IsZero() || seen.IsZero():
+				r.LastSeen = time.Time{}
+			case seen.Before(r.LastSeen):
+				r.LastSeen = seen
+			}
+		}
+		r.Hardware = strings.Join(sortedKeys(hw), "+")
+		switch {
+		case len(revs) > 1:
+			r.Revision = "mixed"
+		default:
+			for rev := range revs {
+				r.Revision = orDash(rev)
+			}
+		}
+		reachable := planner.Reachable(planner.Vehicle{LastSeen: r.LastSeen}, now, after)
+		switch {
+		case failed:
+			r.State = stateFailed
+		case !reachable:
+			r.State = stateUnreachable
+		case r.Verified == r.Nodes:
+			r.State = stateVerified
+		default:
+			r.State = stateUpdating
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	return rows, unlabelled, nil
+}
+
+// nodeReport reads an agent's report on its NodeNetTuning's current spec the
+// way the controller does: verified when status.observedGeneration is the
+// object's generation, appliedRevision is spec.revision and Verified is True
+// (for this generation); failed when RolledBack or Degraded is True (for this
+// generation); seen is the latest heartbeat.
+func nodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.Time) {
+	if nnt == nil {
+		return false, false, time.Time{}
+	}
+	st := nnt.Status
+	if st.LastHeartbeatTime != nil {
+		seen = st.LastHeartbeatTime.Time
+	}
+	current := func(t string) bool {
+		c := meta.FindStatusCondition(st.Conditions, t)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == nnt.Generation
+	}
+	verified = st.ObservedGeneration == nnt.Generation && st.AppliedRevision == nnt.Spec.Revision && current(v1alpha1.ConditionVerified)
+	failed = current(v1alpha1.ConditionRolledBack) || current(v1alpha1.ConditionDegraded)
+	return verified, failed, seen
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) {
+	rows, unlabelled, err := vehicleRows(p, nodes, nnts, now)
+	b.WriteString("\n")
+	if err != nil {
+		fmt.Fprintf(b, "Vehicles: cannot select nodes: %v\n", err)
+		return
+	}
+	vehicleLabel := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
+	if len(rows) == 0 {
+		fmt.Fprintf(b, "No vehicles: no node selected by the profile carries the label %s.\n", vehicleLabel)
+	} else {
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "VEHICLE\tHARDWARE\tROLE\tREVISION\tNODES\tSTATE\tLAST SEEN")
+		for _, r := range rows {
+			seen := "never"
+			if !r.LastSeen.IsZero() {
+				seen = age(r.LastSeen, now) + " ago"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, orDash(r.Hardware), r.Role, r.Revision, r.Verified, r.Nodes, r.State, seen)
+		}
+		_ = tw.Flush()
+	}
+	if len(unlabelled) > 0 {
+		fmt.Fprintf(b, "Selected nodes without the label %s (not tuned): %s\n", vehicleLabel, strings.Join(unlabelled, ", "))
+	}
+}

@@ -1,0 +1,153 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command nettune-controller rolls NetTuningProfiles out to the fleet: it
+// renders every node's NodeNetTuning, moves vehicles through the canary steps,
+// runs the Loki/Prometheus analyses and rolls back on a regression. All of its
+// state lives in the API objects; run two replicas with --leader-elect.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/internal/scheme"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "nettune-controller:", err)
+		os.Exit(1)
+	}
+}
+
+// Options are the controller's flags.
+type Options struct {
+	MetricsAddr       string
+	ProbeAddr         string
+	LeaderElect       bool
+	LeaderElectionNS  string
+	Namespace         string
+	LokiAddress       string
+	PrometheusAddress string
+	QueryTimeout      time.Duration
+}
+
+func (o *Options) register(fs *flag.FlagSet) {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "nettune-system"
+	}
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "namespace of the leader election lease")
+	fs.StringVar(&o.Namespace, "namespace", ns, "namespace holding the profiles' revisions (ControllerRevisions)")
+	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
+	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
+	fs.DurationVar(&o.QueryTimeout, "query-timeout", 30*time.Second, "timeout of one analysis query")
+}
+
+func run(args []string) error {
+	var o Options
+	fs := flag.NewFlagSet("nettune-controller", flag.ContinueOnError)
+	o.register(fs)
+	zopts := zap.Options{}
+	zopts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	return Run(ctrl.SetupSignalHandler(), cfg, o)
+}
+
+// Run starts the manager and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        s,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "nettune-controller.nettune.io",
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only the controller's own revisions.
+			&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}, Field: fields.Everything()},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	r := &controllers.ProfileReconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
+		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	// The revisions' namespace must exist; say so early rather than at the
+	// first rollout.
+	if err := mgr.Add(nsCheck{c: mgr.GetAPIReader(), ns: o.Namespace}); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+type nsCheck struct {
+	c  client.Reader
+	ns string
+}
+
+func (n nsCheck) Start(ctx context.Context) error {
+	err := n.c.Get(ctx, client.ObjectKey{Name: n.ns}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		ctrl.Log.Error(err, "the revisions namespace does not exist; create it (kubectl create namespace "+n.ns+")", "namespace", n.ns)
+	}
+	return nil
+}

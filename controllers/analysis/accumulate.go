@@ -1,0 +1,163 @@
+package analysis
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+// Phases of an AnalysisResult (the analysis as a whole).
+const (
+	ResultRunning      = "Running"
+	ResultSuccessful   = "Successful"
+	ResultFailed       = "Failed"
+	ResultInconclusive = "Inconclusive"
+)
+
+// maxMessage is the MaxLength of AnalysisResult.Message.
+const maxMessage = 1024
+
+// Terminal reports whether an AnalysisResult phase is final.
+func Terminal(phase string) bool {
+	switch phase {
+	case ResultSuccessful, ResultFailed, ResultInconclusive:
+		return true
+	}
+	return false
+}
+
+// Accumulate folds one measurement into the running result of an analysis
+// step (pure).
+//
+// Counters: Successful, Failed and Inconclusive count measurements of that
+// phase over the whole analysis. Errors counts CONSECUTIVE Error
+// measurements: any non-Error measurement resets it to 0, so a flapping
+// backend that answers every other time never exhausts
+// consecutiveErrorLimit.
+//
+// Phase, in this order:
+//   - Failed when Failed > failureLimit (default 0);
+//   - Inconclusive when Inconclusive > inconclusiveLimit (default 3) or
+//     Errors > consecutiveErrorLimit (default 4);
+//   - Successful when Successful >= measurements (default 3);
+//   - Running otherwise.
+//
+// CanaryValue, BaselineValue and Threshold are the latest measurement's values
+// as decimal strings (6 significant digits, empty when the value is absent);
+// an Error measurement keeps the previous values. LastMeasured is m.At and
+// Message explains the phase with the latest measurement's message.
+//
+// A terminal result (Successful, Failed, Inconclusive) is returned unchanged.
+func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.AnalysisSpec) v1alpha1.AnalysisResult {
+	if Terminal(prev.Phase) {
+		return prev
+	}
+	r := prev
+	if r.Name == "" {
+		r.Name = spec.Name
+	}
+	switch m.Phase {
+	case PhaseSuccessful:
+		r.Successful++
+	case PhaseFailed:
+		r.Failed++
+	case PhaseInconclusive:
+		r.Inconclusive++
+	default: // PhaseError and anything unknown
+		r.Errors++
+	}
+	if m.Phase == PhaseSuccessful || m.Phase == PhaseFailed || m.Phase == PhaseInconclusive {
+		r.Errors = 0
+		r.CanaryValue = decimal(m.Canary)
+		r.BaselineValue = decimal(m.Baseline)
+		r.Threshold = decimal(m.Threshold)
+	}
+	at := metav1.NewTime(m.At)
+	r.LastMeasured = &at
+
+	want := measurements(spec)
+	failureLimit := int32Or(spec.FailureLimit, DefaultFailureLimit)
+	inconclusiveLimit := int32Or(spec.InconclusiveLimit, DefaultInconclusiveLimit)
+	errorLimit := int32Or(spec.ConsecutiveErrorLimit, DefaultConsecutiveErrorLimit)
+	last := fmt.Sprintf("latest measurement %s: %s", phaseOrUnknown(m.Phase), m.Message)
+
+	var msg string
+	switch {
+	case r.Failed > failureLimit:
+		r.Phase = ResultFailed
+		msg = fmt.Sprintf("%d failed measurement(s) > failureLimit %d; %s", r.Failed, failureLimit, last)
+	case r.Inconclusive > inconclusiveLimit:
+		r.Phase = ResultInconclusive
+		msg = fmt.Sprintf("%d inconclusive measurement(s) > inconclusiveLimit %d; %s", r.Inconclusive, inconclusiveLimit, last)
+	case r.Errors > errorLimit:
+		r.Phase = ResultInconclusive
+		msg = fmt.Sprintf("%d consecutive query errors > consecutiveErrorLimit %d; %s", r.Errors, errorLimit, last)
+	case r.Successful >= want:
+		r.Phase = ResultSuccessful
+		msg = fmt.Sprintf("%d/%d measurements successful; %s", r.Successful, want, last)
+	default:
+		r.Phase = ResultRunning
+		msg = fmt.Sprintf("%d/%d measurements successful (%d failed, %d inconclusive, %d consecutive errors); %s",
+			r.Successful, want, r.Failed, r.Inconclusive, r.Errors, last)
+	}
+	r.Message = truncateMessage(msg, maxMessage)
+	return r
+}
+
+func phaseOrUnknown(p Phase) string {
+	if p == "" {
+		return "(no phase)"
+	}
+	return string(p)
+}
+
+// decimal formats an optional value for AnalysisResult (MaxLength 32).
+func decimal(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return fmtNum(*v)
+}
+
+// truncateMessage cuts s to at most n bytes on a rune boundary.
+func truncateMessage(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "..."
+	cut := n - len(ell)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ell
+}
+
+// Due reports whether the next measurement should be taken at now and when
+// the following one is due (for RequeueAfter):
+//
+//   - a finished analysis (terminal phase) is never due; next is the zero time;
+//   - with no measurement yet, one is due now; next is now + interval;
+//   - otherwise a measurement is due once now >= lastMeasured + interval
+//     (default 1m); when due, next is now + interval (the one after the
+//     measurement about to be taken), else next is lastMeasured + interval.
+//
+// lastMeasured is stored with second precision in the API, so a measurement
+// may come up to a second early after a round trip, never late.
+func Due(prev v1alpha1.AnalysisResult, spec *v1alpha1.AnalysisSpec, now time.Time) (bool, time.Time) {
+	if Terminal(prev.Phase) {
+		return false, time.Time{}
+	}
+	interval := Interval(spec)
+	if prev.LastMeasured == nil || prev.LastMeasured.IsZero() {
+		return true, now.Add(interval)
+	}
+	next := prev.LastMeasured.Add(interval)
+	if now.Before(next) {
+		return false, next
+	}
+	return true, now.Add(interval)
+}

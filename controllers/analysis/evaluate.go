@@ -1,0 +1,293 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+// Phase is the outcome of one measurement.
+type Phase string
+
+// Measurement phases.
+const (
+	PhaseSuccessful   Phase = "Successful"
+	PhaseFailed       Phase = "Failed"
+	PhaseInconclusive Phase = "Inconclusive"
+	PhaseError        Phase = "Error"
+)
+
+// Measurement is one evaluation of an analysis: the canary and baseline
+// values at one instant and the verdict on them.
+type Measurement struct {
+	Phase Phase
+	At    time.Time
+	// Canary is the canary cohort's value; nil when the query returned nothing.
+	Canary *float64
+	// Baseline is the baseline cohort's value; nil when there is no baseline
+	// cohort or its query returned nothing.
+	Baseline *float64
+	// CanarySamples and BaselineSamples come from samplesQuery (an empty
+	// result counts as 0); nil when the spec has no samplesQuery or the
+	// cohort was not measured.
+	CanarySamples   *float64
+	BaselineSamples *float64
+	// Threshold is the ceiling the canary was held to: the smaller of maxValue
+	// and baseline*maxBaselineFactor+maxBaselineOffset (those that applied).
+	Threshold *float64
+	// Message says which check decided the phase, with values and thresholds.
+	Message string
+}
+
+// Defaults applied when an AnalysisSpec field is nil (the same as the CRD's
+// +kubebuilder:default values).
+const (
+	DefaultInterval              = time.Minute
+	DefaultWindow                = 5 * time.Minute
+	DefaultMeasurements          = int32(3)
+	DefaultMinSamples            = int64(100)
+	DefaultFailureLimit          = int32(0)
+	DefaultConsecutiveErrorLimit = int32(4)
+	DefaultInconclusiveLimit     = int32(3)
+)
+
+// Interval returns spec.interval or DefaultInterval.
+func Interval(spec *v1alpha1.AnalysisSpec) time.Duration {
+	if spec.Interval != nil && spec.Interval.Duration > 0 {
+		return spec.Interval.Duration
+	}
+	return DefaultInterval
+}
+
+// Window returns spec.window or DefaultWindow.
+func Window(spec *v1alpha1.AnalysisSpec) time.Duration {
+	if spec.Window != nil && spec.Window.Duration > 0 {
+		return spec.Window.Duration
+	}
+	return DefaultWindow
+}
+
+func measurements(spec *v1alpha1.AnalysisSpec) int32 {
+	if spec.Measurements != nil && *spec.Measurements > 0 {
+		return *spec.Measurements
+	}
+	return DefaultMeasurements
+}
+
+func minSamples(spec *v1alpha1.AnalysisSpec) int64 {
+	if spec.MinSamples != nil {
+		return *spec.MinSamples
+	}
+	return DefaultMinSamples
+}
+
+func int32Or(p *int32, def int32) int32 {
+	if p != nil {
+		return *p
+	}
+	return def
+}
+
+// Measure renders and runs the analysis queries for the canary cohort and,
+// when baseline has vehicles, the baseline cohort, all at the instant at, then
+// decides the measurement with Evaluate. A template or query error gives
+// Phase Error with the error in Message; an empty result is not an error (the
+// value stays nil and Evaluate decides).
+func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
+	m := Measurement{At: at}
+	window := Window(spec)
+	samplesTmpl := ""
+	if spec.SamplesQuery != nil {
+		samplesTmpl = strings.TrimSpace(*spec.SamplesQuery)
+	}
+
+	run := func(cohort, what, tmpl string, c Cohort) (*float64, error) {
+		query, err := RenderQuery(tmpl, profile, c, window)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", cohort, what, err)
+		}
+		v, ok, err := q.Query(ctx, query, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", cohort, what, err)
+		}
+		if !ok {
+			return nil, nil
+		}
+		return &v, nil
+	}
+	measure := func(name string, c Cohort) (value, samples *float64, err error) {
+		if value, err = run(name, "query", spec.Query, c); err != nil {
+			return nil, nil, err
+		}
+		if samplesTmpl == "" {
+			return value, nil, nil
+		}
+		if samples, err = run(name, "samplesQuery", samplesTmpl, c); err != nil {
+			return nil, nil, err
+		}
+		if samples == nil { // count_over_time over nothing returns an empty vector
+			samples = ptr(0)
+		}
+		return value, samples, nil
+	}
+
+	var err error
+	if m.Canary, m.CanarySamples, err = measure("canary", canary); err != nil {
+		return errorMeasurement(at, err)
+	}
+	baselineNote := "no baseline value"
+	if len(baseline.Vehicles) == 0 {
+		baselineNote = "no baseline vehicles"
+	} else if m.Baseline, m.BaselineSamples, err = measure("baseline", baseline); err != nil {
+		return errorMeasurement(at, err)
+	}
+	return evaluate(spec, m, baselineNote)
+}
+
+func errorMeasurement(at time.Time, err error) Measurement {
+	return Measurement{Phase: PhaseError, At: at, Message: err.Error()}
+}
+
+// Evaluate decides one measurement from its values (pure):
+//
+//   - A measurement already in Phase Error is returned unchanged.
+//   - Canary samples below minSamples (when measured) or no canary value:
+//     Inconclusive.
+//   - The relative ceiling baseline*maxBaselineFactor+maxBaselineOffset
+//     (factor defaults to 1, offset to 0; applies when either is set) is used
+//     only when there is a baseline value backed by at least minSamples
+//     baseline samples (when measured); otherwise it is skipped and the
+//     message says so — that alone does not make the measurement
+//     Inconclusive.
+//   - Canary above maxValue or above the relative ceiling: Failed.
+//     Otherwise Successful; with no ceiling at all the measurement is
+//     report-only and Successful.
+//
+// Threshold is set to the smaller of the ceilings that applied. An
+// unparsable maxValue/maxBaselineFactor/maxBaselineOffset gives Phase Error.
+func Evaluate(spec *v1alpha1.AnalysisSpec, m Measurement) Measurement {
+	return evaluate(spec, m, "no baseline value")
+}
+
+func evaluate(spec *v1alpha1.AnalysisSpec, m Measurement, noBaseline string) Measurement {
+	if m.Phase == PhaseError {
+		return m
+	}
+	m.Threshold = nil
+	m.Message = ""
+	fail := func(err error) Measurement {
+		m.Phase, m.Message = PhaseError, err.Error()
+		return m
+	}
+	maxValue, err := parseDecimal("maxValue", spec.MaxValue, math.NaN())
+	if err != nil {
+		return fail(err)
+	}
+	factor, err := parseDecimal("maxBaselineFactor", spec.MaxBaselineFactor, 1)
+	if err != nil {
+		return fail(err)
+	}
+	offset, err := parseDecimal("maxBaselineOffset", spec.MaxBaselineOffset, 0)
+	if err != nil {
+		return fail(err)
+	}
+	relative := spec.MaxBaselineFactor != nil || spec.MaxBaselineOffset != nil
+	minN := float64(minSamples(spec))
+
+	if m.CanarySamples != nil && *m.CanarySamples < minN {
+		m.Phase = PhaseInconclusive
+		m.Message = fmt.Sprintf("too few canary samples: %s < %s", fmtNum(*m.CanarySamples), fmtNum(minN))
+		return m
+	}
+	if m.Canary == nil {
+		m.Phase = PhaseInconclusive
+		m.Message = "canary query returned no value"
+		return m
+	}
+	canary := *m.Canary
+
+	var failed, passed, notes []string
+	setThreshold := func(t float64) {
+		if m.Threshold == nil || t < *m.Threshold {
+			m.Threshold = ptr(t)
+		}
+	}
+	if !math.IsNaN(maxValue) {
+		setThreshold(maxValue)
+		if canary > maxValue {
+			failed = append(failed, fmt.Sprintf("canary %s > maxValue %s", fmtNum(canary), fmtNum(maxValue)))
+		} else {
+			passed = append(passed, fmt.Sprintf("canary %s <= maxValue %s", fmtNum(canary), fmtNum(maxValue)))
+		}
+	}
+	if relative {
+		switch {
+		case m.Baseline == nil:
+			notes = append(notes, "relative check skipped: "+noBaseline)
+		case m.BaselineSamples != nil && *m.BaselineSamples < minN:
+			notes = append(notes, fmt.Sprintf("relative check skipped: too few baseline samples: %s < %s (baseline %s)",
+				fmtNum(*m.BaselineSamples), fmtNum(minN), fmtNum(*m.Baseline)))
+		default:
+			ceiling := *m.Baseline*factor + offset
+			setThreshold(ceiling)
+			formula := fmt.Sprintf("baseline %s x %s + %s = %s", fmtNum(*m.Baseline), fmtNum(factor), fmtNum(offset), fmtNum(ceiling))
+			if canary > ceiling {
+				failed = append(failed, fmt.Sprintf("canary %s > %s", fmtNum(canary), formula))
+			} else {
+				passed = append(passed, fmt.Sprintf("canary %s <= %s", fmtNum(canary), formula))
+			}
+		}
+	}
+
+	switch {
+	case len(failed) > 0:
+		m.Phase = PhaseFailed
+		m.Message = strings.Join(append(failed, notes...), "; ")
+	case len(passed) > 0:
+		m.Phase = PhaseSuccessful
+		m.Message = strings.Join(append(passed, notes...), "; ")
+	default:
+		m.Phase = PhaseSuccessful
+		m.Message = strings.Join(append([]string{fmt.Sprintf("canary %s (report only: no ceiling applied)", fmtNum(canary))}, notes...), "; ")
+	}
+	if m.CanarySamples != nil {
+		m.Message += fmt.Sprintf(" [canary samples %s", fmtNum(*m.CanarySamples))
+		if m.BaselineSamples != nil {
+			m.Message += fmt.Sprintf(", baseline samples %s", fmtNum(*m.BaselineSamples))
+		}
+		m.Message += "]"
+	}
+	return m
+}
+
+// parseDecimal parses an optional decimal-string threshold.
+func parseDecimal(field string, s *string, def float64) (float64, error) {
+	if s == nil {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(*s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("invalid %s %q: want a decimal number", field, *s)
+	}
+	return v, nil
+}
+
+// fmtNum formats v for messages and status: at most 6 significant digits,
+// without exponent for ordinary magnitudes, at most 32 characters.
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if s := strconv.FormatFloat(r, 'f', -1, 64); len(s) <= 32 {
+		return s
+	}
+	return strconv.FormatFloat(r, 'g', 6, 64)
+}
+
+func ptr(v float64) *float64 { return &v }

@@ -1,0 +1,111 @@
+package analysis
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// Cohort is a set of vehicles running one revision.
+type Cohort struct {
+	// Vehicles are vehicle names (values of the vehicle label).
+	Vehicles []string
+	// Revision is the revision those vehicles run.
+	Revision string
+}
+
+// TemplateData is what query templates see.
+//
+// Every string field is escaped for use INSIDE a double-quoted PromQL/LogQL
+// string literal (a backslash becomes `\\`, a double quote `\"`), which is
+// where the templates put them: vehicle=~"{{ .Vehicles }}",
+// revision="{{ .Revision }}". For ordinary names (av-001, xavier-lan-abc123)
+// the escaping changes nothing.
+type TemplateData struct {
+	// Vehicles is a regexp alternation of the regexp-quoted vehicle names,
+	// e.g. "av-001|av-002". Prometheus and Loki anchor label regexps, so it
+	// matches exactly those vehicles.
+	Vehicles string
+	// Revision is the cohort's revision name.
+	Revision string
+	// Profile is the NetTuningProfile name.
+	Profile string
+	// Window is the measurement window as a Prometheus/Loki duration, e.g.
+	// "5m", "90s", "1h30m", "1500ms".
+	Window string
+}
+
+// RenderQuery renders an analysis query template for one cohort.
+//
+// The template is parsed with text/template and executed with
+// missingkey=error; unknown fields and syntax errors are returned with the
+// template position. An empty cohort is an error: an empty alternation would
+// match every series without a vehicle label instead of none.
+func RenderQuery(tmpl string, profile string, c Cohort, window time.Duration) (string, error) {
+	if len(c.Vehicles) == 0 {
+		return "", errors.New("rendering query: cohort has no vehicles")
+	}
+	w, err := FormatDuration(window)
+	if err != nil {
+		return "", fmt.Errorf("rendering query: window: %w", err)
+	}
+	quoted := make([]string, 0, len(c.Vehicles))
+	for _, v := range c.Vehicles {
+		if v == "" {
+			return "", errors.New("rendering query: empty vehicle name in cohort")
+		}
+		quoted = append(quoted, regexp.QuoteMeta(v))
+	}
+	data := TemplateData{
+		Vehicles: escapeString(strings.Join(quoted, "|")),
+		Revision: escapeString(c.Revision),
+		Profile:  escapeString(profile),
+		Window:   w,
+	}
+	t, err := template.New("query").Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("parsing query template: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("rendering query template: %w", err)
+	}
+	q := strings.TrimSpace(b.String())
+	if q == "" {
+		return "", errors.New("rendering query template: rendered query is empty")
+	}
+	return q, nil
+}
+
+// escapeString escapes s for the inside of a double-quoted PromQL/LogQL string.
+func escapeString(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// FormatDuration formats d the way Prometheus and Loki parse range and
+// duration literals, as a single number in the largest unit of h, m, s and ms
+// that divides it: "5m", "90s", "90m", "1500ms". Single-unit literals are
+// accepted by every Prometheus and Loki version (compound ones like "1m30s"
+// are not). Sub-millisecond parts are rounded to the millisecond; a duration
+// below 1ms is an error.
+func FormatDuration(d time.Duration) (string, error) {
+	ms := d.Round(time.Millisecond).Milliseconds()
+	if ms <= 0 {
+		return "", fmt.Errorf("duration %s must be at least 1ms", d)
+	}
+	for _, u := range []struct {
+		suffix string
+		ms     int64
+	}{{"h", 3600_000}, {"m", 60_000}, {"s", 1000}} {
+		if ms%u.ms == 0 {
+			return strconv.FormatInt(ms/u.ms, 10) + u.suffix, nil
+		}
+	}
+	return strconv.FormatInt(ms, 10) + "ms", nil
+}

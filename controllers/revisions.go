@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/render"
+)
+
+// ProfileLabel marks a ControllerRevision with the profile it belongs to.
+const ProfileLabel = "nettune.io/profile"
+
+// RevisionContent is the part of a profile that is rolled out: everything but
+// the rollout itself. A revision is the content-addressed, immutable copy of it.
+func RevisionContent(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
+	c := p.Spec.DeepCopy()
+	c.Rollout = nil
+	return c
+}
+
+// RevisionName is "<profile>-<hash of the content>".
+func RevisionName(p *v1alpha1.NetTuningProfile) string {
+	return p.Name + "-" + render.ContentHash(RevisionContent(p))
+}
+
+// revisions stores revision contents as apps/v1 ControllerRevisions owned by
+// the profile, and reads them back. Contents are immutable, so reads are
+// cached for the life of the reconcile.
+// ControllerRevisions are namespaced; they live in the controller's namespace.
+type revisions struct {
+	c         client.Client
+	namespace string
+	cache     map[string]*v1alpha1.NetTuningProfileSpec
+}
+
+func newRevisions(c client.Client, namespace string) *revisions {
+	return &revisions{c: c, namespace: namespace, cache: map[string]*v1alpha1.NetTuningProfileSpec{}}
+}
+
+// ensure stores the profile's current content as revision name.
+func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, name string, scheme *runtime.Scheme) error {
+	content := RevisionContent(p)
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return fmt.Errorf("encode revision %s: %w", name, err)
+	}
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: map[string]string{ProfileLabel: labelValue(p.Name)}},
+		Data:       runtime.RawExtension{Raw: raw},
+		Revision:   p.Generation,
+	}
+	if err := controllerutil.SetOwnerReference(p, cr, scheme); err != nil {
+		return fmt.Errorf("revision %s: %w", name, err)
+	}
+	if err := r.c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("store revision %s: %w", name, err)
+	}
+	r.cache[name] = content
+	return nil
+}
+
+// get returns a revision's content; nil when it no longer exists.
+func (r *revisions) get(ctx context.Context, name string) (*v1alpha1.NetTuningProfileSpec, error) {
+	if c, ok := r.cache[name]; ok {
+		return c, nil
+	}
+	cr := &appsv1.ControllerRevision{}
+	if err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.cache[name] = nil
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read revision %s: %w", name, err)
+	}
+	spec := &v1alpha1.NetTuningProfileSpec{}
+	if err := json.Unmarshal(cr.Data.Raw, spec); err != nil {
+		return nil, fmt.Errorf("decode revision %s: %w", name, err)
+	}
+	r.cache[name] = spec
+	return spec, nil
+}
+
+// prune deletes the profile's ControllerRevisions that are not in keep.
+func (r *revisions) prune(ctx context.Context, p *v1alpha1.NetTuningProfile, keep map[string]bool) error {
+	list := &appsv1.ControllerRevisionList{}
+	if err := r.c.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{ProfileLabel: labelValue(p.Name)}); err != nil {
+		return fmt.Errorf("list revisions: %w", err)
+	}
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if keep[cr.Name] || !metav1.IsControlledBy(cr, p) && !ownedBy(cr, p) {
+			continue
+		}
+		if err := r.c.Delete(ctx, cr); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("prune revision %s: %w", cr.Name, err)
+		}
+	}
+	return nil
+}
+
+func ownedBy(o metav1.Object, p *v1alpha1.NetTuningProfile) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == p.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// labelValue fits a name into a label value (63 characters).
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return s[:52] + "-" + render.ContentHash(s)
+}

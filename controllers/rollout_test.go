@@ -1,0 +1,408 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"fmt"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/internal/testenv"
+)
+
+func intOrString(s string) intstr.IntOrString { return intstr.Parse(s) }
+
+var (
+	xavierVehicles = []string{"av-01", "av-02", "av-03", "av-04"}
+	orinVehicles   = []string{"av-05", "av-06"}
+)
+
+// pushLatencies writes probe samples for every vehicle on a revision, spread
+// over the last minutes, as the agents' Loki shipping does.
+func pushLatencies(t *testing.T, l *testenv.Loki, rev string, scale float64, seed int64, vehicles ...string) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	now := time.Now()
+	for _, v := range vehicles {
+		vals := latencies(rng, 2000, scale)
+		entries := make([]testenv.LokiEntry, len(vals))
+		for i, ms := range vals {
+			entries[i] = testenv.LokiEntry{
+				Time: now.Add(-5 * time.Minute).Add(time.Duration(i) * (5 * time.Minute / time.Duration(len(vals)))),
+				Line: fmt.Sprintf(`{"latency_ms":%.3f,"peer":"xavier-b"}`, ms),
+			}
+		}
+		l.Push(t, map[string]string{"job": "nettune-probe", "vehicle": v, "node": v + "-xavier-a", "revision": rev, "profile": "xavier-lan"}, entries)
+	}
+}
+
+func allVehicles() []string { return append(append([]string{}, xavierVehicles...), orinVehicles...) }
+
+func newLokiFleet(t *testing.T) (*fleetEnv, *testenv.Loki) {
+	l := testenv.StartLoki(t)
+	e := startFleet(t, l.URL, "")
+	e.addVehicles("xavier", xavierVehicles...)
+	e.addVehicles("orin", orinVehicles...)
+	return e, l
+}
+
+func assertAllNodes(t *testing.T, e *fleetEnv, rev string) {
+	t.Helper()
+	revs := e.nodeRevisions("xavier-lan")
+	if len(revs) != 12 {
+		t.Errorf("%d NodeNetTunings, want 12", len(revs))
+	}
+	for n, r := range revs {
+		if r != rev {
+			t.Errorf("node %s renders %q, want %q", n, r, rev)
+		}
+	}
+}
+
+func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
+	e, l := newLokiFleet(t)
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 := e.settle(p)
+	assertAllNodes(t, e, r1)
+
+	p2 := p.DeepCopy()
+	setCwnd(p2, 30)
+	r2 := controllers.RevisionName(p2)
+	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
+	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
+	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
+
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 30)
+		p.Spec.Rollout = p2.Spec.Rollout
+	})
+	sawSteps := map[int32]bool{}
+	final := e.waitProfile("xavier-lan", 90*time.Second, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
+		if p.Status.CurrentRevision == r2 && p.Status.CurrentStep != nil {
+			sawSteps[*p.Status.CurrentStep] = true
+		}
+		return p.Status.StableRevision == r2
+	})
+	if final.Status.Phase != planner.PhaseHealthy {
+		t.Errorf("phase %s, want Healthy", final.Status.Phase)
+	}
+	assertAllNodes(t, e, r2)
+	if len(final.Status.CanaryVehicles) != 2 {
+		t.Errorf("canaries %v", final.Status.CanaryVehicles)
+	}
+	hw := map[string]bool{}
+	for _, c := range final.Status.CanaryVehicles {
+		hw[map[bool]string{true: "orin", false: "xavier"}[c == "av-05" || c == "av-06"]] = true
+	}
+	if !hw["orin"] || !hw["xavier"] {
+		t.Errorf("canaries %v do not cover both hardware models", final.Status.CanaryVehicles)
+	}
+	evs := strings.Join(e.events("xavier-lan"), "\n")
+	for _, want := range []string{"AnalysisSuccessful: analysis p9999-latency step 0", "AnalysisSuccessful: analysis p9999-latency step 2", "RolloutComplete: revision " + r2} {
+		if !strings.Contains(evs, want) {
+			t.Errorf("events lack %q:\n%s", want, evs)
+		}
+	}
+	t.Logf("steps observed: %v\nevents:\n%s", sawSteps, evs)
+	// Revisions are stored as ControllerRevisions.
+	if out := kubectl(t, e, "get", "controllerrevisions", "-n", revisionNS, "-o", "name"); !strings.Contains(out, r1) || !strings.Contains(out, r2) {
+		t.Errorf("controllerrevisions %q lack %s and %s", out, r1, r2)
+	}
+}
+
+func TestLokiRegressionRolledBack(t *testing.T) {
+	e, l := newLokiFleet(t)
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 := e.settle(p)
+
+	p2 := p.DeepCopy()
+	setCwnd(p2, 60)
+	r2 := controllers.RevisionName(p2)
+	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
+	pushLatencies(t, l, r2, 1.3, 1, allVehicles()...) // the same messages, 30 % slower
+	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
+
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 60)
+		p.Spec.Rollout = p2.Spec.Rollout
+	})
+	// Watch the NodeNetTunings go back to stable.
+	var mu sync.Mutex
+	var canaryBack time.Time
+	stopWatch := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		sawCanary := false
+		for {
+			select {
+			case <-stopWatch:
+				return
+			default:
+			}
+			revs := e.nodeRevisions("xavier-lan")
+			onR2 := 0
+			for _, r := range revs {
+				if r == r2 {
+					onR2++
+				}
+			}
+			mu.Lock()
+			if onR2 > 0 {
+				sawCanary = true
+			} else if sawCanary && canaryBack.IsZero() {
+				canaryBack = time.Now()
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseRolledBack
+	})
+	time.Sleep(300 * time.Millisecond)
+	close(stopWatch)
+	<-watched
+
+	if final.Status.FailedRevision != r2 || final.Status.StableRevision != r1 {
+		t.Errorf("failed %s stable %s, want %s %s", final.Status.FailedRevision, final.Status.StableRevision, r2, r1)
+	}
+	assertAllNodes(t, e, r1)
+	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
+	if c == nil || c.Reason != "AnalysisFailed" || !strings.Contains(c.Message, "baseline") || !strings.Contains(c.Message, "p9999-latency") {
+		t.Errorf("RolledBack condition %+v: want reason AnalysisFailed naming the check, value and threshold", c)
+	} else {
+		t.Logf("RolledBack: %s", c.Message)
+	}
+	var res *v1alpha1.AnalysisResult
+	for i := range final.Status.Analysis {
+		res = &final.Status.Analysis[i]
+	}
+	if res == nil || res.Phase != planner.AnalysisFailed || res.CanaryValue == "" || res.BaselineValue == "" || res.Threshold == "" {
+		t.Errorf("analysis result %+v: want Failed with canary, baseline and threshold values", res)
+	}
+	// Not retried: a while later, still every node on r1.
+	time.Sleep(3 * time.Second)
+	assertAllNodes(t, e, r1)
+	if p := e.profile("xavier-lan"); p.Status.Phase != planner.PhaseRolledBack {
+		t.Errorf("phase %s after rollback, want RolledBack", p.Status.Phase)
+	}
+
+	e.mu.Lock()
+	lastQuery := e.queries[len(e.queries)-1]
+	e.mu.Unlock()
+	mu.Lock()
+	back := canaryBack
+	mu.Unlock()
+	if back.IsZero() {
+		t.Errorf("never saw the canaries on %s and then back", r2)
+	} else {
+		t.Logf("decision time: last analysis query returned -> every NodeNetTuning back on stable: %s (<= 20 ms polling)", back.Sub(lastQuery).Round(time.Millisecond))
+	}
+}
+
+func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
+	e, l := newLokiFleet(t)
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 := e.settle(p)
+	p2 := p.DeepCopy()
+	setCwnd(p2, 30)
+	r2 := controllers.RevisionName(p2)
+	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
+	// The canaries have sent only 2000 messages each: below minSamples.
+	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
+	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
+
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 30)
+		p.Spec.Rollout = p2.Spec.Rollout
+		p.Spec.Rollout.Analyses[0].MinSamples = ptr(int64(1000000))
+	})
+	paused := e.waitProfile("xavier-lan", 60*time.Second, "paused inconclusive", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhasePaused
+	})
+	c := meta.FindStatusCondition(paused.Status.Conditions, v1alpha1.ConditionPaused)
+	if c == nil || c.Reason != "AnalysisInconclusive" {
+		t.Errorf("Paused condition %+v, want AnalysisInconclusive", c)
+	}
+	if len(paused.Status.Analysis) == 0 || paused.Status.Analysis[0].Phase != planner.AnalysisInconclusive ||
+		!strings.Contains(paused.Status.Analysis[0].Message, "samples") {
+		t.Errorf("analysis %+v, want Inconclusive for too few samples", paused.Status.Analysis)
+	}
+	if paused.Status.StableRevision != r1 || paused.Status.Vehicles.Updated != 2 {
+		t.Errorf("paused at stable %s with %d updated, want %s and the 2 canaries", paused.Status.StableRevision, paused.Status.Vehicles.Updated, r1)
+	}
+	// Still paused a little later: Inconclusive never promotes by itself.
+	time.Sleep(2 * time.Second)
+	if p := e.profile("xavier-lan"); p.Status.Phase != planner.PhasePaused || p.Status.Vehicles.Updated != 2 {
+		t.Errorf("after 2s: phase %s updated %d", p.Status.Phase, p.Status.Vehicles.Updated)
+	}
+}
+
+func TestPrometheusRegressionRolledBack(t *testing.T) {
+	// The agents' latency histograms, scraped by a real Prometheus: every
+	// scrape sees more messages; canaries on r2 are 30 % slower.
+	reg := prometheus.NewRegistry()
+	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "nettune_probe_latency_seconds", Buckets: prometheus.ExponentialBucketsRange(0.001, 0.2, 40),
+	}, []string{"vehicle", "revision"})
+	reg.MustRegister(hist)
+	var mu sync.Mutex
+	revs := map[string]float64{}
+	rng := rand.New(rand.NewSource(7))
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for rev, scale := range revs {
+			for _, v := range allVehicles() {
+				for _, ms := range latencies(rng, 300, scale) {
+					hist.WithLabelValues(v, rev).Observe(ms / 1000)
+				}
+			}
+		}
+		mu.Unlock()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	}))
+	defer target.Close()
+	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+
+	e := startFleet(t, "", prom.URL)
+	e.addVehicles("xavier", xavierVehicles...)
+	e.addVehicles("orin", orinVehicles...)
+	query := `1000 * histogram_quantile(0.9999, sum by (le) (rate(nettune_probe_latency_seconds_bucket{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}])))`
+	count := `sum(increase(nettune_probe_latency_seconds_count{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}]))`
+	p := lanProfile(40, v1alpha1.ProviderPrometheus, query, count)
+	p.Spec.Rollout.Analyses[0].Window = dur(15 * time.Second)
+	p.Spec.Rollout.Analyses[0].MaxValue = nil // histogram buckets are coarse at the tail: relative check only
+	r1 := e.settle(p)
+	p2 := p.DeepCopy()
+	setCwnd(p2, 60)
+	r2 := controllers.RevisionName(p2)
+	mu.Lock()
+	revs[r1], revs[r2] = 1.0, 1.3
+	mu.Unlock()
+	prom.WaitForQuery(t, fmt.Sprintf(`sum(increase(nettune_probe_latency_seconds_count{revision=%q}[15s]))`, r2), 60*time.Second)
+
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 60)
+		p.Spec.Rollout = p2.Spec.Rollout
+	})
+	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseRolledBack
+	})
+	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
+	if c == nil || c.Reason != "AnalysisFailed" {
+		t.Fatalf("RolledBack condition %+v, want AnalysisFailed", c)
+	}
+	t.Logf("RolledBack: %s", c.Message)
+	assertAllNodes(t, e, r1)
+}
+
+func TestConflictingProfiles(t *testing.T) {
+	e := startFleet(t, "", "")
+	e.addVehicles("xavier", "av-01", "av-02")
+	mk := func(name string, prio int32, value string) *v1alpha1.NetTuningProfile {
+		return &v1alpha1.NetTuningProfile{
+			ObjectMeta: metav1ObjectMeta(name),
+			Spec: v1alpha1.NetTuningProfileSpec{
+				Priority: prio,
+				Sysctls:  []v1alpha1.Sysctl{{Name: "net.ipv4.tcp_no_metrics_save", Value: value}},
+				Defaults: &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
+			},
+		}
+	}
+	a, b := mk("lan-a", 10, "1"), mk("lan-b", 10, "0")
+	b.Spec.Defaults = nil
+	for _, p := range []*v1alpha1.NetTuningProfile{a, b} {
+		if err := e.c.Create(e.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"lan-a", "lan-b"} {
+		p := e.waitProfile(name, 30*time.Second, "Conflict condition", func(p *v1alpha1.NetTuningProfile) bool {
+			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
+			return c != nil && c.Status == "True"
+		})
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
+		if !strings.Contains(c.Message, "net.ipv4.tcp_no_metrics_save") {
+			t.Errorf("%s: conflict message %q does not name the sysctl", name, c.Message)
+		}
+	}
+	nnt := &v1alpha1.NodeNetTuning{}
+	if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+		t.Fatal(err)
+	}
+	if len(nnt.Spec.Sysctls) != 0 || len(nnt.Spec.Routes) == 0 || len(nnt.Spec.Profiles) != 2 {
+		t.Errorf("node spec: sysctls %v routes %d profiles %v; want the clashing sysctl dropped, lan-a's route kept, both profiles listed",
+			nnt.Spec.Sysctls, len(nnt.Spec.Routes), nnt.Spec.Profiles)
+	}
+	// Raise one priority: it wins and the conflict clears.
+	e.edit("lan-b", func(p *v1alpha1.NetTuningProfile) { p.Spec.Priority = 20 })
+	e.waitProfile("lan-a", 30*time.Second, "conflict cleared", func(p *v1alpha1.NetTuningProfile) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
+		return c != nil && c.Status == "False"
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+			t.Fatal(err)
+		}
+		if len(nnt.Spec.Sysctls) == 1 && nnt.Spec.Sysctls[0].Value == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("higher-priority lan-b's sysctl not rendered: %v", nnt.Spec.Sysctls)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Deleting a profile removes its items from every node.
+	if err := e.c.Delete(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+			t.Fatal(err)
+		}
+		if len(nnt.Spec.Routes) == 0 && len(nnt.Spec.Profiles) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted lan-a still rendered: routes %d profiles %v", len(nnt.Spec.Routes), nnt.Spec.Profiles)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// setCwnd changes the clamp (and initcwnd below it, as admission requires).
+func setCwnd(p *v1alpha1.NetTuningProfile, v int32) {
+	p.Spec.Defaults.Cwnd.Value = v
+	p.Spec.Defaults.Initcwnd = ptr(v - 5)
+}

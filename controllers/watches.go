@@ -1,0 +1,98 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/render"
+)
+
+// allProfiles enqueues every profile: a node or NodeNetTuning change can move
+// any profile's rollout (vehicle membership, verification, conflicts).
+func (r *ProfileReconciler) allProfiles() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &v1alpha1.NetTuningProfileList{}
+		if err := r.List(ctx, list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, p := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
+}
+
+// nodePredicate passes node changes that matter to rendering: labels, the
+// LAN address annotation and addresses (not kubelet heartbeats).
+func nodePredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Node)
+			n, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return !reflect.DeepEqual(o.Labels, n.Labels) ||
+				o.Annotations[render.AddressAnnotation] != n.Annotations[render.AddressAnnotation] ||
+				!apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses)
+		},
+	}
+}
+
+// heartbeatGap is how long a NodeNetTuning may go without a heartbeat before
+// a heartbeat alone is worth a reconcile (the vehicle may have come back).
+const heartbeatGap = 60 * time.Second
+
+// nntPredicate passes NodeNetTuning changes except routine heartbeats: the
+// planner requeues by itself for vehicles turning Unreachable.
+func nntPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*v1alpha1.NodeNetTuning)
+			n, ok2 := e.ObjectNew.(*v1alpha1.NodeNetTuning)
+			if !ok1 || !ok2 {
+				return true
+			}
+			if o.Generation != n.Generation {
+				return true
+			}
+			os, ns := o.Status.DeepCopy(), n.Status.DeepCopy()
+			os.LastHeartbeatTime, ns.LastHeartbeatTime = nil, nil
+			if !apiequality.Semantic.DeepEqual(os, ns) {
+				return true
+			}
+			if o.Status.LastHeartbeatTime == nil || n.Status.LastHeartbeatTime == nil {
+				return o.Status.LastHeartbeatTime != n.Status.LastHeartbeatTime
+			}
+			return n.Status.LastHeartbeatTime.Sub(o.Status.LastHeartbeatTime.Time) > heartbeatGap
+		},
+	}
+}

@@ -1,0 +1,310 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+const (
+	lokiReadyTimeout = 90 * time.Second
+	// lokiCountRange is the range WaitForCount counts over when given a log
+	// selector: wide enough for samples pushed hours in the past.
+	lokiCountRange = "24h"
+	startAttempts  = 3
+)
+
+// Loki is a real single-binary Loki (bin/loki, `-target=all`) with filesystem
+// storage in a temp dir and an in-memory ring on 127.0.0.1, on free ports.
+//
+// It accepts entries of any age (reject_old_samples false) and out of order
+// within 12h of a stream's newest entry, and its queriers always ask the
+// ingester, so what was pushed is queryable at once, whatever its timestamps.
+// Streams are stored with exactly the labels pushed (no service_name or
+// detected_level is added).
+type Loki struct {
+	// URL is the HTTP base address, e.g. http://127.0.0.1:34567.
+	URL string
+
+	dir  string
+	proc *process
+}
+
+// LokiEntry is one log line and its timestamp.
+type LokiEntry struct {
+	Time time.Time
+	Line string
+}
+
+// StartLoki starts Loki and waits until /ready answers 200. It fails the test
+// if bin/loki is missing (`make tools` builds it). The process is killed and
+// its directory removed when the test ends.
+func StartLoki(t testing.TB) *Loki {
+	t.Helper()
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatalf("testenv: finding bin/loki: %v", err)
+	}
+	bin := filepath.Join(root, "bin", "loki")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("testenv: %s is missing (%v): run `make tools` to build Loki from the Go module proxy", bin, err)
+	}
+
+	for attempt := 1; ; attempt++ {
+		l, err := startLoki(t, bin)
+		if err == nil {
+			return l
+		}
+		if errors.Is(err, errRetry) && attempt < startAttempts {
+			t.Logf("testenv: %v; retrying on other ports", err)
+			continue
+		}
+		t.Fatalf("testenv: starting Loki: %v", err)
+	}
+}
+
+// errRetry marks a start that failed because a port was taken meanwhile.
+var errRetry = errors.New("a listen port was taken before Loki bound it")
+
+func startLoki(t testing.TB, bin string) (*Loki, error) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nettune-loki-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	httpPort, grpcPort := ports[0], ports[1]
+	configPath := filepath.Join(dir, "loki.yaml")
+	if err := os.WriteFile(configPath, []byte(lokiConfig(dir, httpPort, grpcPort)), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+
+	began := time.Now()
+	p, err := startProcess("loki", bin, []string{"-config.file=" + configPath, "-target=all"}, dir, filepath.Join(dir, "loki.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	l := &Loki{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dir: dir, proc: p}
+	if err := waitReady(p, l.URL+"/ready", lokiReadyTimeout); err != nil {
+		p.stop()
+		if errors.Is(err, errExited) && addrInUse(p) {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("%w (%v)", errRetry, err)
+		}
+		tail := p.logTail(logTailLines)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("%v\nlast %d lines of its log:\n%s", err, logTailLines, tail)
+	}
+	registerCleanup(t, p, dir)
+	t.Logf("testenv: Loki ready at %s in %v (dir %s)", l.URL, time.Since(began).Round(time.Millisecond), dir)
+	return l, nil
+}
+
+// lokiConfig is a minimal single-binary configuration for tests.
+func lokiConfig(dir string, httpPort, grpcPort int) string {
+	return fmt.Sprintf(`# Written by internal/testenv for one test.
+auth_enabled: false
+
+server:
+  http_listen_address: 127.0.0.1
+  http_listen_port: %[2]d
+  grpc_listen_address: 127.0.0.1
+  grpc_listen_port: %[3]d
+  log_level: info
+  grpc_server_max_recv_msg_size: 104857600
+  grpc_server_max_send_msg_size: 104857600
+
+common:
+  instance_addr: 127.0.0.1
+  path_prefix: %[1]s
+  storage:
+    filesystem:
+      chunks_directory: %[1]s/chunks
+      rules_directory: %[1]s/rules
+  replication_factor: 1
+  ring:
+    instance_addr: 127.0.0.1
+    kvstore:
+      store: inmemory
+
+schema_config:
+  configs:
+    - from: 2020-10-24
+      store: tsdb
+      object_store: filesystem
+      schema: v13
+      index:
+        prefix: index_
+        period: 24h
+
+ingester:
+  # Out-of-order entries are accepted within max_chunk_age/2 of a stream's
+  # newest entry: 12h, so tests can push history in any order.
+  max_chunk_age: 24h
+  chunk_idle_period: 1h
+  wal:
+    enabled: false
+  lifecycler:
+    join_after: 0s
+    observe_period: 0s
+    min_ready_duration: 0s
+    final_sleep: 0s
+
+querier:
+  # Always ask the ingester: nothing is flushed during a test, and entries
+  # pushed with old timestamps would otherwise be invisible.
+  query_ingesters_within: 0
+  max_concurrent: 8
+
+# Single binary: the query-frontend and the queriers find the in-process
+# query-scheduler through its ring; poll it every second instead of every
+# 10s/3s, or /ready takes about 10s.
+frontend:
+  scheduler_dns_lookup_period: 1s
+frontend_worker:
+  dns_lookup_duration: 1s
+
+query_range:
+  cache_results: false
+  cache_index_stats_results: false
+  cache_volume_results: false
+  cache_series_results: false
+  cache_label_results: false
+  cache_instant_metric_results: false
+
+limits_config:
+  reject_old_samples: false
+  unordered_writes: true
+  max_query_lookback: 0
+  ingestion_rate_mb: 64
+  ingestion_burst_size_mb: 128
+  per_stream_rate_limit: 64MB
+  per_stream_rate_limit_burst: 128MB
+  max_entries_limit_per_query: 1000000
+  allow_structured_metadata: false
+  discover_service_name: []
+  discover_log_levels: false
+
+ruler:
+  enable_api: false
+
+compactor:
+  working_directory: %[1]s/compactor
+
+analytics:
+  reporting_enabled: false
+`, dir, httpPort, grpcPort)
+}
+
+// lokiStream is one stream of a push request.
+type lokiStream struct {
+	Stream map[string]string `json:"stream"`
+	Values [][2]string       `json:"values"`
+}
+
+// Push sends entries as one stream with labels to /loki/api/v1/push and fails
+// the test unless Loki answers 2xx.
+func (l *Loki) Push(t testing.TB, labels map[string]string, entries []LokiEntry) {
+	t.Helper()
+	stream := lokiStream{Stream: labels, Values: make([][2]string, 0, len(entries))}
+	for _, e := range entries {
+		stream.Values = append(stream.Values, [2]string{strconv.FormatInt(e.Time.UnixNano(), 10), e.Line})
+	}
+	body, err := json.Marshal(struct {
+		Streams []lokiStream `json:"streams"`
+	}{Streams: []lokiStream{stream}})
+	if err != nil {
+		t.Fatalf("testenv: encoding Loki push: %v", err)
+	}
+	resp, err := httpClient.Post(l.URL+"/loki/api/v1/push", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("testenv: pushing %d entries to Loki: %v", len(entries), err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("testenv: pushing %d entries %v to Loki: HTTP %d: %s", len(entries), labels, resp.StatusCode, strings.TrimSpace(string(answer)))
+	}
+}
+
+// WaitForCount polls Loki until the count of logql is at least want, and
+// fails the test after timeout. logql is either a log query (a stream selector
+// with an optional pipeline, e.g. `{job="x"} | json`), whose lines are counted
+// over the last 24h as sum(count_over_time(<logql> [24h])), or an instant
+// metric query such as sum(count_over_time({job="x"}[1h])), whose sample
+// values are summed. Either way, reaching want means the entries were
+// ingested and are queryable.
+func (l *Loki) WaitForCount(t testing.TB, logql string, want int, timeout time.Duration) {
+	t.Helper()
+	query := logql
+	if strings.HasPrefix(strings.TrimSpace(logql), "{") {
+		query = fmt.Sprintf("sum(count_over_time(%s [%s]))", logql, lokiCountRange)
+	}
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		got, err := l.instantQuery(query, time.Now())
+		switch {
+		case errors.Is(err, errBadQuery):
+			t.Fatalf("testenv: Loki query %s: %v", query, err)
+		case err != nil:
+			last = err.Error()
+		default:
+			var sum float64
+			for _, v := range got {
+				sum += v
+			}
+			if sum >= float64(want) {
+				return
+			}
+			last = fmt.Sprintf("count %v", sum)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: Loki query %s did not reach %d within %v; last: %s", query, want, timeout, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// errBadQuery is an answer that retrying cannot change (HTTP 400).
+var errBadQuery = errors.New("bad query")
+
+// instantQuery runs a metric query at ts and returns its sample values.
+func (l *Loki) instantQuery(query string, ts time.Time) ([]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u := l.URL + "/loki/api/v1/query?" + url.Values{
+		"query": {query},
+		"time":  {strconv.FormatInt(ts.UnixNano(), 10)},
+	}.Encode()
+	code, body, err := httpGet(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	if code == http.StatusBadRequest {
+		return nil, fmt.Errorf("%w: HTTP 400: %s", errBadQuery, strings.TrimSpace(truncate(body)))
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d: %s", code, strings.TrimSpace(truncate(body)))
+	}
+	return sampleValues(body)
+}

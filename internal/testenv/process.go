@@ -1,0 +1,218 @@
+// Package testenv starts real backing services for tests: a single-binary
+// Loki (bin/loki, built by `make tools`) and Debian's Prometheus
+// (/usr/bin/prometheus). Nothing here is a fake: tests push and scrape real
+// data and run real LogQL/PromQL against it.
+//
+// Every service runs on 127.0.0.1 on free ports with its state in a fresh
+// temporary directory, in its own process group; t.Cleanup kills the group
+// and removes the directory. The service's output goes to a log file in that
+// directory, and its last lines are logged when the test failed.
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// logTailLines is how many lines of a service's log are dumped on failure.
+const logTailLines = 50
+
+// process is a service started by this package.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{} // closed once the process has exited and been reaped
+	waitErr error         // valid after exited is closed
+}
+
+// startProcess starts bin in its own process group with stdout and stderr
+// appended to logPath.
+//
+// The child gets SIGKILL if the test binary dies (Pdeathsig), so a crashed or
+// timed-out test leaves nothing behind. Pdeathsig fires when the *thread*
+// that forked the child exits, and Go may end threads (a goroutine that exits
+// while locked to its thread, as network-namespace code does), so the fork
+// happens on a thread locked for the child's whole life.
+func startProcess(name, bin string, args []string, dir, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+
+	started := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, after the child.
+		runtime.LockOSThread()
+		defer close(p.exited)
+		defer logFile.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
+	}
+	return p, nil
+}
+
+// running reports whether the process has not exited yet.
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop kills the whole process group and waits until the process is reaped.
+// The state is thrown away, so there is nothing to shut down gracefully.
+func (p *process) stop() {
+	if p.running() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		// Cannot happen for SIGKILL short of a hung kernel; do not hang the test.
+	}
+}
+
+// logTail returns the last n lines of the process's log.
+func (p *process) logTail(n int) string {
+	return tailFile(p.logPath, n)
+}
+
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// registerCleanup stops p and removes dir when the test ends, first logging the
+// tail of p's log if the test failed.
+func registerCleanup(t testing.TB, p *process, dir string) {
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("last %d lines of %s log (%s):\n%s", logTailLines, p.name, p.logPath, p.logTail(logTailLines))
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("removing %s: %v", dir, err)
+		}
+	})
+}
+
+// freePorts returns n distinct TCP ports free on 127.0.0.1 right now. Another
+// process can take one before the service binds it; callers retry on
+// "address already in use".
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// errExited means the process exited before it became ready.
+var errExited = errors.New("exited before becoming ready")
+
+// waitReady polls url until it answers 200, the process exits or timeout passes.
+func waitReady(p *process, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	last := "no answer yet"
+	for {
+		if !p.running() {
+			return fmt.Errorf("%s %w (%v)", p.name, errExited, p.waitErr)
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready at %s after %v; last answer: %s", p.name, url, timeout, last)
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// addrInUse reports whether the log says a listener could not bind.
+func addrInUse(p *process) bool {
+	b, err := os.ReadFile(p.logPath)
+	return err == nil && bytes.Contains(b, []byte("address already in use"))
+}
+
+// httpClient talks to the services; no request to them should take a minute.
+var httpClient = &http.Client{Timeout: time.Minute}
+
+// httpGet GETs url and returns the status code and body.
+func httpGet(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
