@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -56,7 +57,6 @@ type fleetEnv struct {
 	ctx  context.Context
 	cp   *localcp.ControlPlane
 	c    client.Client
-	rec  *controllers.ProfileReconciler
 	stop context.CancelFunc
 
 	mu      sync.Mutex
@@ -80,6 +80,14 @@ func testLogger(t *testing.T) logr.Logger {
 
 func startFleet(t *testing.T, lokiURL, promURL string) *fleetEnv {
 	t.Helper()
+	e := startCluster(t)
+	e.startController(controllerOptions{loki: lokiURL, prom: promURL})
+	return e
+}
+
+// startCluster starts the control plane and the simulated agents.
+func startCluster(t *testing.T) *fleetEnv {
+	t.Helper()
 	cp, err := localcp.Start(t.TempDir())
 	if err != nil {
 		t.Fatalf("starting the control plane: %v", err)
@@ -95,32 +103,58 @@ func startFleet(t *testing.T, lokiURL, promURL string) *fleetEnv {
 		t.Fatal(err)
 	}
 	ctrl.SetLogger(testLogger(t))
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	go e.agents(ctx)
+	t.Cleanup(cancel)
+	return e
+}
+
+type controllerOptions struct {
+	loki, prom  string
+	leaderElect bool
+}
+
+// startController runs one controller replica until the returned stop is
+// called (or the test ends); stop cancels it without releasing its lease,
+// as a killed process would.
+func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
+	t := e.t
+	t.Helper()
+	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}}
+	if o.leaderElect {
+		lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
+		opts.LeaderElection = true
+		opts.LeaderElectionID = "nettune-controller.nettune.io"
+		opts.LeaderElectionNamespace = revisionNS
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &lease, &renew, &retry
+	}
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := controllers.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
-	e.rec = &controllers.ProfileReconciler{
+	rec := &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: revisionNS, LokiAddress: lokiURL, PrometheusAddress: promURL, SkipNameValidation: true,
+		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
 		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
 			q, err := base(p, addr)
 			return timedQuerier{q: q, e: e}, err
 		},
 	}
-	if err := e.rec.SetupWithManager(mgr); err != nil {
+	if err := rec.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
+		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	go e.agents(ctx)
-	t.Cleanup(func() { cancel(); <-done })
-	return e
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // timedQuerier records when each real query returned.

@@ -1,0 +1,107 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/planner"
+)
+
+func (e *fleetEnv) leaseHolder() string {
+	l := &coordinationv1.Lease{}
+	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: revisionNS, Name: "nettune-controller.nettune.io"}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// TestLeaderHandoverResumesRollout: two replicas with leader election; the
+// leader drives a rollout to an indefinite pause and is killed (its lease is
+// not released); the standby takes over, keeps the canary cohort and step
+// from the API objects, and finishes the rollout once promoted.
+func TestLeaderHandoverResumesRollout(t *testing.T) {
+	e := startCluster(t)
+	e.addVehicles("xavier", xavierVehicles...)
+	e.addVehicles("orin", orinVehicles...)
+	stopA := e.startController(controllerOptions{leaderElect: true})
+
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 := e.settle(p)
+	holderA := e.leaseHolder()
+	if holderA == "" {
+		t.Fatal("no leader lease after the first rollout")
+	}
+	e.startController(controllerOptions{leaderElect: true}) // the standby
+
+	r2 := e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 30)
+		p.Spec.Rollout = &v1alpha1.RolloutSpec{
+			Canary: v1alpha1.CanarySpec{Count: ptr(int32(2))},
+			Steps: []v1alpha1.RolloutStep{
+				{Pause: &v1alpha1.PauseStep{}},
+				{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}},
+			},
+			MaxUnavailable: ptr(intOrString("2")),
+		}
+	})
+	paused := e.waitProfile("xavier-lan", 30*time.Second, "paused at step 0", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.CurrentRevision == r2 && p.Status.Phase == planner.PhasePaused && p.Status.Vehicles.Verified == 2
+	})
+	canaries := strings.Join(paused.Status.CanaryVehicles, ",")
+
+	stopA()
+	e.waitLeaseChange(holderA, 30*time.Second)
+	if err := e.c.Patch(e.ctx, paused, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+controllers.PromoteAnnotation+`":"0"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	final := e.waitProfile("xavier-lan", 60*time.Second, "r2 stable after handover", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.StableRevision == r2
+	})
+	if got := strings.Join(final.Status.CanaryVehicles, ","); got != canaries {
+		t.Errorf("canaries changed across the handover: %s -> %s", canaries, got)
+	}
+	assertAllNodes(t, e, r2)
+	outcomes := map[string]string{}
+	for _, r := range final.Status.Revisions {
+		outcomes[r.Name] = r.Outcome
+	}
+	if outcomes[r1] != planner.OutcomeSuperseded || outcomes[r2] != planner.OutcomeStable {
+		t.Errorf("revision outcomes %v", outcomes)
+	}
+}
+
+func (e *fleetEnv) waitLeaseChange(from string, timeout time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if h := e.leaseHolder(); h != "" && h != from {
+			e.t.Logf("lease moved from %s to %s", from, h)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.t.Fatalf("lease still held by %s after %s", from, timeout)
+}
