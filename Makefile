@@ -27,10 +27,14 @@ demo: tools build ## Start a local control plane, install the CRDs, apply the sa
 	$(BIN)/nettune-demo $(DEMO_ARGS)
 
 .PHONY: test
-test: tools verify vet ## Run every test (unit + envtest against a real kube-apiserver and etcd).
+test: deps tools verify vet ## Run every test (unit + envtest against a real kube-apiserver and etcd).
 	$(GO) test ./... -count=1 -timeout 30m
 
 ##@ Development
+
+.PHONY: deps
+deps: ## Install the Debian packages the tests use, if missing (iproute2, iptables, ethtool, prometheus).
+	hack/deps.sh
 
 .PHONY: build
 build: ## Build the binaries into bin/.

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests use, if missing: iproute2 (network
+# namespaces), iptables and ethtool (the agent's tests), prometheus (a real
+# Prometheus 2.42 for the analysis tests), git and make (the build).
+set -euo pipefail
+need=()
+for cmd in ip:iproute2 tc:iproute2 iptables:iptables ethtool:ethtool prometheus:prometheus git:git make:make; do
+  command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: missing Debian packages: ${need[*]} (install them as root with apt-get)" >&2
+  exit 1
+fi
+echo "deps: apt-get install ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# The prometheus package may start a daemon on :9090; the tests start their own.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop prometheus 2>/dev/null || true; fi
+pkill -x prometheus 2>/dev/null || true
