@@ -133,7 +133,7 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	}
 	base := controllers.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
 	rec := &controllers.ProfileReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
 		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
 			q, err := base(p, addr)

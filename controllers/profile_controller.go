@@ -75,6 +75,10 @@ type ProfileReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
+	// APIReader reads the profile past the cache (mgr.GetAPIReader()): the
+	// rollout decision must start from the status the last reconcile wrote,
+	// never from a stale copy. The Client is used when nil.
+	APIReader client.Reader
 	// Namespace holds the ControllerRevisions.
 	Namespace string
 	// Now is the clock (time.Now when nil).
@@ -108,7 +112,11 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	logger := log.FromContext(ctx)
 	p := &v1alpha1.NetTuningProfile{}
-	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
@@ -128,7 +136,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if equalStatus(base.Status, p.Status) {
 			return
 		}
-		if err := r.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		// Optimistic lock: a status computed from an outdated profile is
+		// refused (and the reconcile retried) rather than merged.
+		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+		if err := r.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
 		}
 	}()

@@ -157,6 +157,7 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 	// Watch the NodeNetTunings go back to stable.
 	var mu sync.Mutex
 	var canaryBack time.Time
+	flapped := false
 	stopWatch := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
@@ -176,6 +177,9 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 				}
 			}
 			mu.Lock()
+			if onR2 > 0 && !canaryBack.IsZero() {
+				flapped = true
+			}
 			if onR2 > 0 {
 				sawCanary = true
 			} else if sawCanary && canaryBack.IsZero() {
@@ -221,6 +225,9 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 	e.mu.Unlock()
 	mu.Lock()
 	back := canaryBack
+	if flapped {
+		t.Errorf("a node went back to the failed revision %s after the rollback", r2)
+	}
 	mu.Unlock()
 	if back.IsZero() {
 		t.Errorf("never saw the canaries on %s and then back", r2)

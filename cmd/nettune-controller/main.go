@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	r := &controllers.ProfileReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
 	}
