@@ -167,7 +167,7 @@ func (f *fleet) observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning)
 			} else if assigned != v.Assigned {
 				v.Mixed = true
 			}
-			verified, failed, seen := nodeReport(nnt)
+			verified, failed, seen := NodeReport(nnt)
 			v.Verified = v.Verified && verified
 			v.Failed = v.Failed || failed
 			// The vehicle is as recent as its most silent node; a node that
@@ -202,10 +202,10 @@ func AssignedRevision(nnt *v1alpha1.NodeNetTuning, profile string) string {
 	return ""
 }
 
-// nodeReport reads an agent's report on the NodeNetTuning's current spec:
+// NodeReport reads an agent's report on the NodeNetTuning's current spec:
 // verified when it applied and verified this generation, failed when it
 // rolled it back or is degraded, and its latest heartbeat.
-func nodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.Time) {
+func NodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.Time) {
 	if nnt == nil {
 		return false, false, time.Time{}
 	}

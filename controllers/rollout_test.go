@@ -89,21 +89,7 @@ func assertAllNodes(t *testing.T, e *fleetEnv, rev string) {
 
 func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 	e, l := newLokiFleet(t)
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
-	assertAllNodes(t, e, r1)
-
-	p2 := p.DeepCopy()
-	setCwnd(p2, 30)
-	r2 := controllers.RevisionName(p2)
-	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
-	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
-	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
-
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 30)
-		p.Spec.Rollout = p2.Spec.Rollout
-	})
+	r1, r2 := beginRollout(t, e, l, 30, 1.0, 2, nil)
 	sawSteps := map[int32]bool{}
 	final := e.waitProfile("xavier-lan", 90*time.Second, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
 		if p.Status.CurrentRevision == r2 && p.Status.CurrentStep != nil {
@@ -140,20 +126,8 @@ func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 
 func TestLokiRegressionRolledBack(t *testing.T) {
 	e, l := newLokiFleet(t)
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
-
-	p2 := p.DeepCopy()
-	setCwnd(p2, 60)
-	r2 := controllers.RevisionName(p2)
-	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
-	pushLatencies(t, l, r2, 1.3, 1, allVehicles()...) // the same messages, 30 % slower
-	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
-
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 60)
-		p.Spec.Rollout = p2.Spec.Rollout
-	})
+	// The canaries' messages are the baseline's, 30 % slower.
+	r1, r2 := beginRollout(t, e, l, 60, 1.3, 1, nil)
 	// Watch the NodeNetTunings go back to stable.
 	var mu sync.Mutex
 	var canaryBack time.Time
@@ -238,23 +212,12 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 
 func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
 	e, l := newLokiFleet(t)
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
-	p2 := p.DeepCopy()
-	setCwnd(p2, 30)
-	r2 := controllers.RevisionName(p2)
-	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
-	// The canaries have sent only 2000 messages each: below minSamples.
-	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
-	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
-
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 30)
-		p.Spec.Rollout = p2.Spec.Rollout
+	// The canaries have sent 2000 messages each: below minSamples.
+	r1, r2 := beginRollout(t, e, l, 30, 1.0, 2, func(p *v1alpha1.NetTuningProfile) {
 		p.Spec.Rollout.Analyses[0].MinSamples = ptr(int64(1000000))
 	})
 	paused := e.waitProfile("xavier-lan", 60*time.Second, "paused inconclusive", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhasePaused
+		return p.Status.CurrentRevision == r2 && p.Status.Phase == planner.PhasePaused
 	})
 	c := meta.FindStatusCondition(paused.Status.Conditions, v1alpha1.ConditionPaused)
 	if c == nil || c.Reason != "AnalysisInconclusive" {
@@ -412,4 +375,28 @@ func TestConflictingProfiles(t *testing.T) {
 func setCwnd(p *v1alpha1.NetTuningProfile, v int32) {
 	p.Spec.Defaults.Cwnd.Value = v
 	p.Spec.Defaults.Initcwnd = ptr(v - 5)
+}
+
+// beginRollout settles r1 (cwnd 40) on the fleet, writes probe samples for
+// r1 (baseline) and for r2 (cwnd newCwnd, latencies scaled by scale), then
+// edits the profile to r2 with its rollout; mutate adjusts the edit.
+func beginRollout(t *testing.T, e *fleetEnv, l *testenv.Loki, newCwnd int32, scale float64, seed int64,
+	mutate func(*v1alpha1.NetTuningProfile)) (r1, r2 string) {
+	t.Helper()
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 = e.settle(p)
+	p2 := p.DeepCopy()
+	setCwnd(p2, newCwnd)
+	r2 = controllers.RevisionName(p2)
+	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
+	pushLatencies(t, l, r2, scale, seed, allVehicles()...)
+	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, newCwnd)
+		p.Spec.Rollout = p2.Spec.Rollout
+		if mutate != nil {
+			mutate(p)
+		}
+	})
+	return r1, r2
 }

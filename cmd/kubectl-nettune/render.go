@@ -454,27 +454,8 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 	return rows, unlabelled, nil
 }
 
-// nodeReport reads an agent's report on its NodeNetTuning's current spec the
-// way the controller does: verified when status.observedGeneration is the
-// object's generation, appliedRevision is spec.revision and Verified is True
-// (for this generation); failed when RolledBack or Degraded is True (for this
-// generation); seen is the latest heartbeat.
-func nodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.Time) {
-	if nnt == nil {
-		return false, false, time.Time{}
-	}
-	st := nnt.Status
-	if st.LastHeartbeatTime != nil {
-		seen = st.LastHeartbeatTime.Time
-	}
-	current := func(t string) bool {
-		c := meta.FindStatusCondition(st.Conditions, t)
-		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == nnt.Generation
-	}
-	verified = st.ObservedGeneration == nnt.Generation && st.AppliedRevision == nnt.Spec.Revision && current(v1alpha1.ConditionVerified)
-	failed = current(v1alpha1.ConditionRolledBack) || current(v1alpha1.ConditionDegraded)
-	return verified, failed, seen
-}
+// nodeReport reads an agent's report the way the controller does.
+var nodeReport = controllers.NodeReport
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
