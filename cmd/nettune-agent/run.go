@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -20,6 +25,8 @@ import (
 
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
+	"github.com/nettune/nettune/node-agent/latency"
+	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
 type runOptions struct {
@@ -30,6 +37,37 @@ type runOptions struct {
 	heartbeat   time.Duration
 	resync      time.Duration
 	itemDelay   time.Duration
+
+	vehicle            string
+	lokiURL            string
+	lokiBufferDir      string
+	lokiBufferMaxBytes int64
+	probeTopics        topicFlags
+}
+
+// topicFlags is the repeatable --probe-topic name:size:rate.
+type topicFlags []latency.Topic
+
+func (f *topicFlags) String() string {
+	parts := make([]string, len(*f))
+	for i, t := range *f {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *topicFlags) Set(s string) error {
+	t, err := latency.ParseTopic(s)
+	if err != nil {
+		return err
+	}
+	for _, have := range *f {
+		if have.Name == t.Name {
+			return fmt.Errorf("topic %q given twice", t.Name)
+		}
+	}
+	*f = append(*f, t)
+	return nil
 }
 
 func (o *runOptions) register(fs *flag.FlagSet) {
@@ -40,6 +78,11 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.heartbeat, "heartbeat", 5*time.Minute, "rewrite status at least this often even when unchanged")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
 	fs.DurationVar(&o.itemDelay, "test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
+	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
+	fs.StringVar(&o.lokiURL, "loki-url", "", "Loki base URL (e.g. http://loki:3100) to ship probe samples and apply events to; empty ships nothing")
+	fs.StringVar(&o.lokiBufferDir, "loki-buffer-dir", "", "directory buffering what Loki has not taken yet (default <state-dir>/loki-buffer)")
+	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
+	fs.Var(&o.probeTopics, "probe-topic", "emulate a middleware topic towards every peer with a probe port, as name:size:rate (bytes, messages/s), e.g. planning:4096:100; repeatable; none turns the latency probe off")
 }
 
 // runAgent boots from the last-known-good state first (no API server
@@ -57,19 +100,91 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 	e.ItemDelay = o.itemDelay
 
+	// What is started below ends with runCtx, and runAgent waits for it;
+	// the Loki shipper ends last (shipCtx), pushing or writing to disk what
+	// it still holds, the emulator's last samples included.
+	runCtx, cancel := context.WithCancel(ctx)
+	shipCtx, cancelShip := context.WithCancel(context.Background())
+	var background []chan struct{}
+	shipped := make(chan struct{})
+	defer func() {
+		cancel()
+		for _, done := range background {
+			<-done
+		}
+		cancelShip()
+		<-shipped
+	}()
+	goBackground := func(f func()) {
+		done := make(chan struct{})
+		background = append(background, done)
+		go func() {
+			defer close(done)
+			f()
+		}()
+	}
+
+	var shipper *lokipush.Shipper
+	if o.lokiURL != "" {
+		dir := o.lokiBufferDir
+		if dir == "" {
+			dir = filepath.Join(c.stateDir, "loki-buffer")
+		}
+		if o.vehicle == "" {
+			log.Info("--vehicle is not set: what is shipped to Loki has no vehicle label")
+		}
+		shipper, err = lokipush.New(lokipush.Options{URL: o.lokiURL, Dir: dir, MaxBytes: o.lokiBufferMaxBytes,
+			Log: log.WithName("loki"), Registerer: metrics.Registry})
+		if err != nil {
+			close(shipped)
+			return err
+		}
+		go func() {
+			defer close(shipped)
+			_ = shipper.Run(shipCtx)
+		}()
+	} else {
+		close(shipped)
+	}
+	// The latency probe's targets follow the applied spec: re-read it after
+	// every apply event (and every resync).
+	retarget := make(chan struct{}, 1)
+	events := &agentEvents{shipper: shipper, vehicle: o.vehicle, node: o.node, changed: func() {
+		select {
+		case retarget <- struct{}{}:
+		default:
+		}
+	}}
+
 	boot, err := e.Boot(ctx)
 	if err != nil {
 		return fmt.Errorf("booting from last-known-good: %w", err)
 	}
 	log.Info("booted", "revision", boot.Revision, "committed", boot.Committed, "reason", boot.Reason)
+	switch {
+	case boot.Committed:
+		events.Event(agent.EventApplied, boot.Revision, "boot: last-known-good revision re-applied and read back as desired")
+	case boot.RolledBack:
+		events.Event(agent.EventReverted, boot.Revision, "boot: re-applying the last-known-good revision failed and was undone: "+boot.Reason)
+	}
 
 	if o.probePort > 0 {
-		if err := serveProbe(ctx, e, o.probePort, log); err != nil {
+		if err := serveProbe(runCtx, e, o.probePort, log); err != nil {
 			return err
 		}
 	}
+	if len(o.probeTopics) > 0 {
+		emu, err := startEmulator(e, o, shipper, log.WithName("probe"))
+		if err != nil {
+			return err
+		}
+		goBackground(func() {
+			followTargets(runCtx, e, emu, retarget, o.resync, log.WithName("probe"))
+			emu.Close()
+		})
+	}
 
-	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1)}
+	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events}
 	r.Metrics = agent.NewMetrics(metrics.Registry, o.node, e)
 	go func() {
 		if err := e.WatchDrift(ctx, o.resync, 50*time.Millisecond, func(n int) {
@@ -156,11 +271,109 @@ func serveProbe(ctx context.Context, e *agent.Engine, port int, log logr.Logger)
 				}
 				return
 			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-			}()
+			// Latency clients (the peers' topic emulators) get an ack per
+			// message; connect probes and priming are read and discarded.
+			go latency.Serve(c)
 		}
 	}()
 	return nil
+}
+
+// startEmulator creates the topic emulator: its connections are opened
+// inside the host's namespace, its samples go to Prometheus and, with
+// --loki-url, to Loki.
+func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, log logr.Logger) (*latency.Emulator, error) {
+	constLabels := prometheus.Labels{"node": o.node}
+	if o.vehicle != "" {
+		constLabels["vehicle"] = o.vehicle
+	}
+	prom, err := latency.NewPrometheusSink(metrics.Registry, constLabels)
+	if err != nil {
+		return nil, fmt.Errorf("registering the probe's metrics: %w", err)
+	}
+	sinks := latency.Sinks{prom}
+	if shipper != nil {
+		sinks = append(sinks, &latency.LokiSink{Shipper: shipper, Vehicle: o.vehicle, Node: o.node})
+	}
+	return latency.NewEmulator(latency.Options{
+		Topics: o.probeTopics,
+		Sink:   sinks,
+		Log:    log,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			var conn net.Conn
+			err := e.Host.Do(func() error {
+				var d net.Dialer
+				var err error
+				conn, err = d.DialContext(ctx, "tcp", addr)
+				return err
+			})
+			return conn, err
+		},
+	}), nil
+}
+
+// followTargets points the emulator at the peers of the applied
+// (last-known-good) spec, labelled with the profile revision on the route to
+// each: now, on every retarget signal (an apply event) and every resync,
+// until ctx ends.
+func followTargets(ctx context.Context, e *agent.Engine, emu *latency.Emulator, retarget <-chan struct{}, resync time.Duration, log logr.Logger) {
+	tick := time.NewTicker(resync)
+	defer tick.Stop()
+	var last []latency.Target
+	first := true
+	for {
+		spec, err := e.CommittedSpec()
+		if err != nil {
+			log.Error(err, "reading the applied spec for the latency probe")
+		} else if targets := latency.Targets(spec); first || !slices.Equal(targets, last) {
+			log.Info("latency probe targets", "revision", spec.Revision, "targets", targetNames(targets))
+			emu.Update(targets)
+			last, first = targets, false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-retarget:
+		case <-tick.C:
+		}
+	}
+}
+
+func targetNames(ts []latency.Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = fmt.Sprintf("%s@%s (%s)", t.Peer, t.Addr(), orNone(t.Revision))
+	}
+	return out
+}
+
+// agentEvents ships the agent's events to Loki as JSON lines
+// {"event":"applied","revision":"...","message":"..."} in the stream
+// {job="nettune-agent", vehicle, node}, and signals changed on each (the
+// applied spec may have changed).
+type agentEvents struct {
+	shipper       *lokipush.Shipper // nil: not shipped
+	vehicle, node string
+	changed       func()
+}
+
+// AgentJob is the job label of the agent's event stream in Loki.
+const AgentJob = "nettune-agent"
+
+func (a *agentEvents) Event(kind, revision, message string) {
+	if a.changed != nil {
+		a.changed()
+	}
+	if a.shipper == nil {
+		return
+	}
+	line, err := json.Marshal(struct {
+		Event    string `json:"event"`
+		Revision string `json:"revision"`
+		Message  string `json:"message"`
+	}{kind, revision, message})
+	if err != nil {
+		return
+	}
+	a.shipper.Add(map[string]string{"job": AgentJob, "vehicle": a.vehicle, "node": a.node}, time.Now(), string(line))
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,4 +308,61 @@ func (l *Loki) instantQuery(query string, ts time.Time) ([]float64, error) {
 		return nil, fmt.Errorf("HTTP %d: %s", code, strings.TrimSpace(truncate(body)))
 	}
 	return sampleValues(body)
+}
+
+// lokiStopTimeout bounds a graceful Stop before Loki is killed.
+const lokiStopTimeout = 30 * time.Second
+
+// Stop shuts Loki down gracefully (SIGTERM, then SIGKILL after 30s) and
+// waits until it is gone; its ports stop answering at once. The directory
+// and the ports are kept for Restart. With the WAL disabled, what the
+// ingester held in memory is flushed to the filesystem store on a graceful
+// shutdown; tests should not rely on data pushed before a Stop being
+// queryable after Restart unless they check it themselves.
+func (l *Loki) Stop(t testing.TB) {
+	t.Helper()
+	p := l.proc
+	if !p.running() {
+		return
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Logf("testenv: SIGTERM to Loki: %v", err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(lokiStopTimeout):
+		t.Logf("testenv: Loki did not stop within %v of SIGTERM; killing it", lokiStopTimeout)
+		p.stop()
+	}
+	t.Logf("testenv: Loki at %s stopped", l.URL)
+}
+
+// Restart starts Loki again after Stop with the same configuration, ports
+// and directory, and waits until /ready answers 200. It fails the test if
+// Loki is still running or does not become ready (e.g. another process took
+// one of its ports meanwhile). The new process is killed when t ends (and,
+// as before, the directory removed when the test that started Loki ends).
+func (l *Loki) Restart(t testing.TB) {
+	t.Helper()
+	if l.proc.running() {
+		t.Fatalf("testenv: Loki.Restart: Loki at %s is still running (call Stop first)", l.URL)
+	}
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatalf("testenv: finding bin/loki: %v", err)
+	}
+	bin := filepath.Join(root, "bin", "loki")
+	configPath := filepath.Join(l.dir, "loki.yaml")
+	began := time.Now()
+	p, err := startProcess("loki", bin, []string{"-config.file=" + configPath, "-target=all"}, l.dir, filepath.Join(l.dir, "loki.log"))
+	if err != nil {
+		t.Fatalf("testenv: restarting Loki: %v", err)
+	}
+	t.Cleanup(p.stop)
+	l.proc = p
+	if err := waitReady(p, l.URL+"/ready", lokiReadyTimeout); err != nil {
+		p.stop()
+		t.Fatalf("testenv: restarting Loki: %v\nlast %d lines of its log:\n%s", err, logTailLines, p.logTail(logTailLines))
+	}
+	t.Logf("testenv: Loki restarted at %s in %v", l.URL, time.Since(began).Round(time.Millisecond))
 }

@@ -35,6 +35,32 @@ func CacheOptions(nodeName string) cache.Options {
 	}}
 }
 
+// EventSink receives the agent's apply and repair events as they happen,
+// besides the Kubernetes Events of the Recorder (which need the API server):
+// e.g. to ship them to Loki from a vehicle that is offline. kind is one of
+// the Event* constants; revision is the revision the event is about.
+// Event is called from the reconciler and the drift watcher and must not
+// block.
+type EventSink interface {
+	Event(kind, revision, message string)
+}
+
+// Kinds of EventSink events.
+const (
+	// EventApplied: a revision was written to the host and committed.
+	EventApplied = "applied"
+	// EventVerified: the committed revision read back as desired and the
+	// local probes passed (follows every EventApplied).
+	EventVerified = "verified"
+	// EventReverted: an apply was undone (apply error, verify mismatch or
+	// failed probe); revision is the one undone.
+	EventReverted = "reverted"
+	// EventRefused: preflight refused a revision; nothing was touched.
+	EventRefused = "refused"
+	// EventDriftRepaired: items of the committed revision were re-tuned.
+	EventDriftRepaired = "drift_repaired"
+)
+
 // Reconciler applies the node's NodeNetTuning and reports on it.
 type Reconciler struct {
 	Client   client.Client
@@ -42,6 +68,8 @@ type Reconciler struct {
 	NodeName string
 	Recorder events.EventRecorder
 	Metrics  *Metrics
+	// Events, when set, receives every apply outcome and drift repair.
+	Events EventSink
 
 	// Heartbeat is how often status is rewritten when nothing changed.
 	Heartbeat time.Duration
@@ -88,6 +116,15 @@ func (r *Reconciler) DriftRepaired(n int) {
 	r.mu.Lock()
 	r.driftRepairs += int64(n)
 	r.mu.Unlock()
+	if r.Events != nil {
+		revision := ""
+		if r.Engine != nil {
+			if spec, err := r.Engine.CommittedSpec(); err == nil {
+				revision = spec.Revision
+			}
+		}
+		r.Events.Event(EventDriftRepaired, revision, fmt.Sprintf("%d item(s) re-tuned after drift", n))
+	}
 	nnt := &v1alpha1.NodeNetTuning{}
 	nnt.Name = r.NodeName
 	select {
@@ -162,6 +199,7 @@ func normalize(s v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
 }
 
 func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
+	OutcomeEvents(r.Events, nnt.Spec.Revision, o)
 	if r.Recorder == nil {
 		return
 	}
@@ -172,6 +210,36 @@ func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
 		r.Recorder.Eventf(nnt, nil, "Warning", "Refused", "Apply", "revision %s refused: %s", nnt.Spec.Revision, o.Reason)
 	case o.RolledBack:
 		r.Recorder.Eventf(nnt, nil, "Warning", "RolledBack", "Apply", "revision %s rolled back to %q: %s", nnt.Spec.Revision, o.Revision, o.Reason)
+	}
+}
+
+// OutcomeEvents sends the events of one apply of revision to sink (nil:
+// none): applied and verified for a commit, refused, or reverted.
+func OutcomeEvents(sink EventSink, revision string, o Outcome) {
+	if sink == nil {
+		return
+	}
+	switch {
+	case o.Committed:
+		sink.Event(EventApplied, o.Revision, fmt.Sprintf("revision %s applied in %s", o.Revision, o.Duration.Round(time.Millisecond)))
+		verified, notEffective := 0, 0
+		for _, it := range o.Items {
+			switch it.State {
+			case StateVerified:
+				verified++
+			case StateNotEffective:
+				notEffective++
+			}
+		}
+		msg := fmt.Sprintf("%d item(s) read back as desired and the local probes passed", verified+notEffective)
+		if notEffective > 0 {
+			msg += fmt.Sprintf("; %d set but not effective", notEffective)
+		}
+		sink.Event(EventVerified, o.Revision, msg)
+	case o.Refused:
+		sink.Event(EventRefused, revision, o.Reason)
+	case o.RolledBack:
+		sink.Event(EventReverted, revision, fmt.Sprintf("rolled back to %q: %s", o.Revision, o.Reason))
 	}
 }
 
