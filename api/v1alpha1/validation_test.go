@@ -49,10 +49,14 @@ func TestSamplesAreAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 6 {
-		t.Fatalf("expected at least 6 samples, found %d", len(files))
+	demo, err := filepath.Glob(filepath.Join(samplesDir(t), "demo", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range files {
+	if len(files) < 6 || len(demo) < 3 {
+		t.Fatalf("expected at least 6 samples and 3 demo stages, found %d and %d", len(files), len(demo))
+	}
+	for i, f := range append(files, demo...) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)
 			if err != nil {
@@ -62,7 +66,7 @@ func TestSamplesAreAccepted(t *testing.T) {
 			if err := yaml.Unmarshal(raw, &u.Object); err != nil {
 				t.Fatalf("parsing %s: %v", f, err)
 			}
-			u.SetName("sample-" + u.GetName())
+			u.SetName(fmt.Sprintf("sample-%d-%s", i, u.GetName()))
 			if err := cp.Client.Create(context.Background(), u); err != nil {
 				t.Fatalf("sample %s refused: %v", filepath.Base(f), err)
 			}

@@ -75,7 +75,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9101", "Prometheus /metrics address (\"0\" disables)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address (\"0\" disables)")
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
-	fs.DurationVar(&o.heartbeat, "heartbeat", 5*time.Minute, "rewrite status at least this often even when unchanged")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "rewrite status at least this often even when unchanged (keep it well below the profiles' unreachableAfter, default 2m)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
 	fs.DurationVar(&o.itemDelay, "test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")

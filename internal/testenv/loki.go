@@ -86,37 +86,74 @@ func startLoki(t testing.TB, bin string) (*Loki, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	began := time.Now()
+	l, err := launchLoki(bin, dir)
 	if err != nil {
 		os.RemoveAll(dir)
+		return nil, err
+	}
+	registerCleanup(t, l.proc, dir)
+	t.Logf("testenv: Loki ready at %s in %v (dir %s)", l.URL, time.Since(began).Round(time.Millisecond), dir)
+	return l, nil
+}
+
+// RunLoki starts Loki outside a test (the demo), with its data in dir
+// (emptied first), on free ports, and waits until it is ready. Close stops it.
+func RunLoki(dir string) (*Loki, error) {
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(root, "bin", "loki")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s is missing (%v): run `make tools`", bin, err)
+	}
+	for attempt := 1; ; attempt++ {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		l, err := launchLoki(bin, dir)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, errRetry) || attempt >= startAttempts {
+			return nil, fmt.Errorf("starting Loki: %w", err)
+		}
+	}
+}
+
+// Close stops a Loki started by RunLoki (its data stays in its directory).
+func (l *Loki) Close() error {
+	l.proc.stop()
+	return nil
+}
+
+// launchLoki writes the configuration into dir and starts Loki there.
+func launchLoki(bin, dir string) (*Loki, error) {
+	ports, err := freePorts(2)
+	if err != nil {
 		return nil, err
 	}
 	httpPort, grpcPort := ports[0], ports[1]
 	configPath := filepath.Join(dir, "loki.yaml")
 	if err := os.WriteFile(configPath, []byte(lokiConfig(dir, httpPort, grpcPort)), 0o644); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
-
-	began := time.Now()
 	p, err := startProcess("loki", bin, []string{"-config.file=" + configPath, "-target=all"}, dir, filepath.Join(dir, "loki.log"))
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	l := &Loki{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dir: dir, proc: p}
 	if err := waitReady(p, l.URL+"/ready", lokiReadyTimeout); err != nil {
 		p.stop()
 		if errors.Is(err, errExited) && addrInUse(p) {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%w (%v)", errRetry, err)
 		}
-		tail := p.logTail(logTailLines)
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%v\nlast %d lines of its log:\n%s", err, logTailLines, tail)
+		return nil, fmt.Errorf("%v\nlast %d lines of its log:\n%s", err, logTailLines, p.logTail(logTailLines))
 	}
-	registerCleanup(t, p, dir)
-	t.Logf("testenv: Loki ready at %s in %v (dir %s)", l.URL, time.Since(began).Round(time.Millisecond), dir)
 	return l, nil
 }
 

@@ -67,14 +67,58 @@ func startPrometheus(t testing.TB, bin string, targets []string) (*Prometheus, e
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	began := time.Now()
+	p, err := launchPrometheus(bin, dir, targets)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	registerCleanup(t, p.proc, dir)
+	t.Logf("testenv: Prometheus ready at %s in %v (dir %s)", p.URL, time.Since(began).Round(time.Millisecond), dir)
+	return p, nil
+}
+
+// RunPrometheus starts Prometheus outside a test (the demo), with its TSDB in
+// dir (emptied first), scraping targets every second. Close stops it.
+func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
+	bin := prometheusBin
+	if _, err := os.Stat(bin); err != nil {
+		found, lookErr := exec.LookPath("prometheus")
+		if lookErr != nil {
+			return nil, fmt.Errorf("%s is missing: install the Debian package prometheus (make deps)", prometheusBin)
+		}
+		bin = found
+	}
+	for attempt := 1; ; attempt++ {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		p, err := launchPrometheus(bin, dir, targets)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, errRetry) || attempt >= startAttempts {
+			return nil, fmt.Errorf("starting Prometheus: %w", err)
+		}
+	}
+}
+
+// Close stops a Prometheus started by RunPrometheus.
+func (p *Prometheus) Close() error {
+	p.proc.stop()
+	return nil
+}
+
+func launchPrometheus(bin, dir string, targets []string) (*Prometheus, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
 	configPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configPath, []byte(prometheusConfig(targets)), 0o644); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	listen := fmt.Sprintf("127.0.0.1:%d", ports[0])
@@ -84,26 +128,18 @@ func startPrometheus(t testing.TB, bin string, targets []string) (*Prometheus, e
 		"--web.listen-address=" + listen,
 		"--log.level=info",
 	}
-
-	began := time.Now()
 	proc, err := startProcess("prometheus", bin, args, dir, filepath.Join(dir, "prometheus.log"))
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	p := &Prometheus{URL: "http://" + listen, dir: dir, proc: proc}
 	if err := waitReady(proc, p.URL+"/-/ready", prometheusReadyTimeout); err != nil {
 		proc.stop()
 		if errors.Is(err, errExited) && addrInUse(proc) {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("%w (%v)", errRetry, err)
 		}
-		tail := proc.logTail(logTailLines)
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%v\nlast %d lines of its log:\n%s", err, logTailLines, tail)
+		return nil, fmt.Errorf("%v\nlast %d lines of its log:\n%s", err, logTailLines, proc.logTail(logTailLines))
 	}
-	registerCleanup(t, proc, dir)
-	t.Logf("testenv: Prometheus ready at %s in %v (dir %s)", p.URL, time.Since(began).Round(time.Millisecond), dir)
 	return p, nil
 }
 
