@@ -719,9 +719,10 @@ func (p *plan) finish() {
 		st.RevisionVehicles = append(st.RevisionVehicles, v1alpha1.RevisionVehicles{Revision: rev, Vehicles: n})
 	}
 	sort.Slice(st.RevisionVehicles, func(i, j int) bool { return st.RevisionVehicles[i].Revision < st.RevisionVehicles[j].Revision })
-	if st.Vehicles.Unreachable > 0 {
-		p.unreachableRequeue()
-	}
+	// Nothing else wakes the controller when a vehicle goes silent (its
+	// missing heartbeats are no events): look again when one would turn
+	// Unreachable.
+	p.unreachableRequeue()
 	p.conditions()
 }
 

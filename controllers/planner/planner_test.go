@@ -403,3 +403,27 @@ func TestConditionsKstatus(t *testing.T) {
 		t.Errorf("healthy: Reconciling %+v", c)
 	}
 }
+
+// TestRequeueWhenAVehicleWouldTurnUnreachable: a vehicle that stops
+// reporting generates no event, so the plan must ask to be run again when it
+// would turn Unreachable, or a step waiting for it waits forever.
+func TestRequeueWhenAVehicleWouldTurnUnreachable(t *testing.T) {
+	s := newSim(t, shipped(), 4, 2, "r1")
+	s.rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-01"}}
+	s.rollout.UnreachableAfter = dur(15 * time.Second)
+	s.revision = "r2"
+	s.offline["av-01"] = true
+	s.vehicles["av-01"].LastSeen = s.now.Add(-5 * time.Second)
+	out := s.tick(0)
+	if out.RequeueAfter <= 0 || out.RequeueAfter > 11*time.Second {
+		t.Errorf("RequeueAfter %s, want about 10s (when av-01, silent for 5s, turns Unreachable after 15s)", out.RequeueAfter)
+	}
+	s.now = s.now.Add(out.RequeueAfter)
+	out = s.tick(0)
+	if out.Status.Vehicles.Unreachable != 1 {
+		t.Errorf("at the requeue: %d unreachable, want 1", out.Status.Vehicles.Unreachable)
+	}
+	if out.RequeueAfter <= 0 {
+		t.Errorf("waiting for an unreachable canary without a requeue")
+	}
+}
