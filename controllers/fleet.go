@@ -35,8 +35,9 @@ import (
 // Annotations the kubectl plugin writes on a profile. Each names what it acts
 // on (a step, a revision), so acting on it twice does nothing more.
 const (
-	// PromoteAnnotation: "<step index>" skips that step's pause or
-	// inconclusive analysis.
+	// PromoteAnnotation: "<revision>@<step index>" skips that step's pause
+	// or inconclusive analysis in that revision's rollout (a later rollout
+	// is never promoted by a leftover annotation).
 	PromoteAnnotation = "nettune.io/promote"
 	// AbortAnnotation: "<revision>" rolls that revision back.
 	AbortAnnotation = "nettune.io/abort"
@@ -48,15 +49,30 @@ const (
 func Commands(p *v1alpha1.NetTuningProfile) planner.Commands {
 	var c planner.Commands
 	a := p.GetAnnotations()
-	if v, ok := a[PromoteAnnotation]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil {
-			s := int32(n)
-			c.PromoteStep = &s
-		}
+	if rev, step, ok := ParsePromote(a[PromoteAnnotation]); ok {
+		c.PromoteRevision, c.PromoteStep = rev, &step
 	}
 	c.AbortRevision = strings.TrimSpace(a[AbortAnnotation])
 	c.Excluded = SplitList(a[ExcludeAnnotation])
 	return c
+}
+
+// PromoteValue is the promote annotation for a revision's step.
+func PromoteValue(revision string, step int32) string {
+	return fmt.Sprintf("%s@%d", revision, step)
+}
+
+// ParsePromote reads a promote annotation ("<revision>@<step>").
+func ParsePromote(v string) (revision string, step int32, ok bool) {
+	rev, s, found := strings.Cut(strings.TrimSpace(v), "@")
+	if !found || rev == "" {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return rev, int32(n), true
 }
 
 // SplitList splits a comma-separated annotation into sorted unique names.

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -121,7 +120,7 @@ func (c *cli) promote(ctx context.Context, name string) error {
 	if s := steps(p)[step]; s.SetVehicles != nil {
 		return fmt.Errorf("profile %s: step %d (%s) completes by itself once its vehicles verify the revision; promote skips only pause and analysis steps", name, step, desc)
 	}
-	value := strconv.Itoa(int(step))
+	value := controllers.PromoteValue(p.Status.CurrentRevision, step)
 	if p.Annotations[controllers.PromoteAnnotation] == value {
 		fmt.Fprintf(c.stdout, "%s: step %d (%s) is already promoted\n", name, step, desc)
 		return nil

@@ -28,7 +28,7 @@ limitations under the License.
 //	    excluded, assigned revision, verified/total nodes, Verified/Updating/
 //	    Unreachable/Failed, last heartbeat).
 //	kubectl nettune promote PROFILE
-//	    nettune.io/promote=<status.currentStep>: skip the current pause step
+//	    nettune.io/promote=<status.currentRevision>@<status.currentStep>: skip the current pause step
 //	    (or analysis step) now.
 //	kubectl nettune pause PROFILE / resume PROFILE
 //	    spec.rollout.paused=true / false.

@@ -355,8 +355,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "xavier-lan: promoted step 1 (pause until promoted)\n"; out != want {
 			t.Errorf("stdout %q, want %q", out, want)
 		}
-		if got := p.profile(name).Annotations[controllers.PromoteAnnotation]; got != "1" {
-			t.Errorf("%s = %q, want 1", controllers.PromoteAnnotation, got)
+		if got, want := p.profile(name).Annotations[controllers.PromoteAnnotation], controllers.PromoteValue(rev2, 1); got != want {
+			t.Errorf("%s = %q, want %q", controllers.PromoteAnnotation, got, want)
 		}
 		// Promoting the same step again changes nothing.
 		rv := p.profile(name).ResourceVersion

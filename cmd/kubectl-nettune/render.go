@@ -188,8 +188,8 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 	if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
 		fmt.Fprintf(tw, "Paused:\tby the user (kubectl nettune resume %s)\n", p.Name)
 	}
-	if a := strings.TrimSpace(p.Annotations[controllers.PromoteAnnotation]); a != "" {
-		fmt.Fprintf(tw, "Promoted step:\t%s\n", a)
+	if rev, step, ok := controllers.ParsePromote(p.Annotations[controllers.PromoteAnnotation]); ok && rev == st.CurrentRevision {
+		fmt.Fprintf(tw, "Promoted step:\t%d\n", step)
 	}
 	if a := strings.TrimSpace(p.Annotations[controllers.AbortAnnotation]); a != "" {
 		fmt.Fprintf(tw, "Aborted revision:\t%s\n", a)

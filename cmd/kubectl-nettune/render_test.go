@@ -111,7 +111,7 @@ func goldenFleet() (*v1alpha1.NetTuningProfile, []corev1.Node, []v1alpha1.NodeNe
 			Name: "xavier-lan", Generation: 4,
 			Annotations: map[string]string{
 				controllers.ExcludeAnnotation: "av-006",
-				controllers.PromoteAnnotation: "2",
+				controllers.PromoteAnnotation: "xavier-lan-7c9d2e1f0a@2",
 			},
 		},
 		Spec: v1alpha1.NetTuningProfileSpec{

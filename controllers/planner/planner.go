@@ -108,8 +108,10 @@ type Vehicle struct {
 // profile's annotations. Each names what it acts on, so acting on it twice
 // does nothing more.
 type Commands struct {
-	// PromoteStep skips the pause (or inconclusive analysis) of this step.
-	PromoteStep *int32
+	// PromoteStep skips the pause (or inconclusive analysis) of this step
+	// of PromoteRevision's rollout.
+	PromoteStep     *int32
+	PromoteRevision string
 	// AbortRevision rolls this revision back.
 	AbortRevision string
 	// Excluded vehicles stay on the stable revision and are not counted.
@@ -482,7 +484,7 @@ func (p *plan) progress() {
 // stop when the rollout has been rolled back.
 func (p *plan) runStep(i int32, s v1alpha1.RolloutStep) (done, stop bool) {
 	st := p.st()
-	promoted := p.in.Commands.PromoteStep != nil && *p.in.Commands.PromoteStep == i
+	promoted := p.in.Commands.PromoteStep != nil && *p.in.Commands.PromoteStep == i && p.in.Commands.PromoteRevision == st.CurrentRevision
 	switch {
 	case s.SetVehicles != nil:
 		return true, false

@@ -180,13 +180,18 @@ func TestPauseAndPromote(t *testing.T) {
 	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PauseStep" {
 		t.Errorf("Paused condition %+v", c)
 	}
-	// Promote naming another step does nothing.
-	s.commands.PromoteStep = ptr(int32(1))
+	// Promote naming another step, or the step of another revision, does nothing.
+	s.commands.PromoteStep, s.commands.PromoteRevision = ptr(int32(1)), "r2"
 	out = s.tick(time.Minute)
 	if *out.Status.CurrentStep != 0 {
 		t.Errorf("promote of step 1 moved step 0")
 	}
-	s.commands.PromoteStep = ptr(int32(0))
+	s.commands.PromoteStep, s.commands.PromoteRevision = ptr(int32(0)), "r1"
+	out = s.tick(time.Minute)
+	if *out.Status.CurrentStep != 0 {
+		t.Errorf("promote of r1's step 0 moved r2's step 0")
+	}
+	s.commands.PromoteStep, s.commands.PromoteRevision = ptr(int32(0)), "r2"
 	out = runUntil(s, 10, phaseIs(planner.PhaseHealthy))
 	if out.Status.StableRevision != "r2" {
 		t.Errorf("after promote: stable %s, want r2", out.Status.StableRevision)
@@ -301,7 +306,7 @@ func TestAnalysisVerdicts(t *testing.T) {
 				if c == nil || c.Reason != "AnalysisInconclusive" {
 					t.Errorf("Paused condition %+v", c)
 				}
-				s.commands.PromoteStep = out.Status.CurrentStep
+				s.commands.PromoteStep, s.commands.PromoteRevision = out.Status.CurrentStep, out.Status.CurrentRevision
 				s.verdict = func(*planner.Measure) string { return planner.AnalysisSuccessful }
 				if out = runUntil(s, 25, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
 					t.Errorf("promoted past inconclusive: %s", out.Status.Phase)
