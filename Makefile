@@ -23,12 +23,17 @@ help: ## Show the targets.
 ##@ Quick start
 
 .PHONY: demo
-demo: tools build ## Start a local control plane, install the CRDs, apply the samples, show them.
+demo: deps tools build ## The embedded default (root): control plane, Loki, Prometheus, controller, simulated vehicles with real agents, and a canary rollout.
 	$(BIN)/nettune-demo $(DEMO_ARGS)
 
 .PHONY: test
-test: deps tools verify vet ## Run every test (unit + envtest against a real kube-apiserver and etcd).
-	$(GO) test ./... -count=1 -timeout 30m
+test: deps tools verify vet build ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, then end to end.
+	$(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
+	$(MAKE) --no-print-directory test-e2e
+
+.PHONY: test-e2e
+test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, controller, 4 vehicles x 3 hosts with real agents.
+	$(GO) test ./test/e2e/ -count=1 -v -timeout 30m
 
 ##@ Development
 
@@ -53,6 +58,11 @@ verify: ## Regenerate everything and fail if the tree differs (generated files e
 .PHONY: bench-agent
 bench-agent: tools build ## Benchmark the node agent (apply+verify 1/10/100 routes, RSS, idle CPU) into docs/bench-agent.md (root).
 	$(GO) run ./hack/bench/agent
+
+.PHONY: bench-latency
+bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs profiles v2 and v1, applied by the agent, into docs/benchmarks.md (root, ~10 min).
+	$(GO) build -o $(BIN)/ ./cmd/nettune-agent
+	$(GO) run ./hack/bench/latency $(BENCH_LATENCY_ARGS)
 
 .PHONY: vet
 vet: ## go vet.

@@ -1,6 +1,25 @@
-// Command nettune-demo runs nettune on its embedded default: a real local
-// control plane (etcd + kube-apiserver built into bin/), the nettune CRDs, and
-// the sample profiles applied with kubectl exactly as a user would.
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command nettune-demo is the embedded default behind `make demo`: a local
+// kube-apiserver and etcd, Loki, Prometheus, the controller and four
+// simulated vehicles of three hosts (network namespaces, each host a Node
+// running a real nettune-agent), then the rollout story with kubectl:
+// a stable profile, a canary rollout of the shipped profile, and a bad edit
+// the controller rolls back by itself.
 package main
 
 import (
@@ -17,6 +36,13 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -30,8 +56,11 @@ func main() {
 type options struct {
 	exit     bool
 	stateDir string
-	samples  string
+	vehicles int
+	skipBad  bool
 }
+
+const profile = "xavier-lan"
 
 func run(out io.Writer, args []string) error {
 	root, err := localcp.RepoRoot()
@@ -41,81 +70,242 @@ func run(out io.Writer, args []string) error {
 	var o options
 	fs := flag.NewFlagSet("nettune-demo", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.BoolVar(&o.exit, "exit", false, "stop the control plane and exit after the walkthrough instead of waiting for Ctrl-C")
-	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(root, ".nettune"), "where the kubeconfig is written")
-	fs.StringVar(&o.samples, "samples", filepath.Join(root, "config", "samples"), "directory of manifests to apply")
+	fs.BoolVar(&o.exit, "exit", false, "take everything down after the walkthrough instead of waiting for Ctrl-C")
+	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(root, ".nettune", "demo"), "kubeconfig, logs, Loki and Prometheus data (emptied first)")
+	fs.IntVar(&o.vehicles, "vehicles", 4, "simulated vehicles (3 hosts each)")
+	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip the bad edit and its automatic rollback")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if os.Geteuid() != 0 {
+		return errors.New("the simulated vehicles are network namespaces: run as root")
+	}
+	if err := os.RemoveAll(o.stateDir); err != nil {
+		return err
+	}
 
-	step := newStepper(out)
-	step.start("starting etcd and kube-apiserver (bin/), installing CRDs")
-	cp, err := localcp.Start(o.stateDir)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &demo{out: out, root: root, ctx: ctx, began: time.Now()}
+
+	d.section("starting the fleet: control plane, Loki, Prometheus, controller, %d vehicles x 3 hosts", o.vehicles)
+	f, err := fleet.Start(ctx, fleet.Options{Dir: o.stateDir, Vehicles: fleet.DefaultVehicles(o.vehicles), Topics: fleet.DemoTopics, Progress: out})
 	if err != nil {
 		return err
 	}
+	d.f = f
 	defer func() {
-		step.start("stopping the control plane")
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintf(out, "  %v\n", err)
+		d.section("taking the fleet down")
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(out, "    %v\n", err)
 		}
-		step.done()
+		fmt.Fprintln(out, "    every namespace, agent, Loki, Prometheus and the control plane stopped")
 	}()
-	step.done()
-	fmt.Fprintf(out, "  API server: %s\n  kubeconfig: %s\n", cp.Config.Host, cp.Kubeconfig)
+	stopTraffic := f.StartTraffic(ctx)
+	defer stopTraffic()
+	fmt.Fprintln(out, "    traffic: every host sends 64 KB planning messages to every peer 20 times a second;")
+	fmt.Fprintln(out, "    xavier-b and xavier-c burst 192 KB each into xavier-a every 50 ms (the busy switch port drops)")
 
-	kubectl := func(args ...string) error {
-		bin := filepath.Join(root, "bin", "kubectl")
-		if _, err := os.Stat(bin); err != nil {
-			bin = "kubectl"
+	if err := d.walkthrough(o); err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		fmt.Fprintf(out, "\n$ kubectl %s\n", strings.Join(args, " "))
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
-		}
-		return nil
+		return err
 	}
-
-	for _, args := range [][]string{
-		{"apply", "-f", o.samples},
-		{"get", "ntp,nnt"},
-		{"explain", "ntp.spec.defaults.rtoMin"},
-	} {
-		if err := kubectl(args...); err != nil {
-			return err
-		}
-	}
-
-	fmt.Fprintf(out, "\nThe control plane is up. In another shell:\n  export KUBECONFIG=%s\n  kubectl get ntp,nnt\n", cp.Kubeconfig)
+	d.summary()
 	if o.exit {
 		return nil
 	}
-	fmt.Fprintln(out, "Press Ctrl-C to stop.")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	fmt.Fprintln(out, "\nThe fleet keeps running. Press Ctrl-C to take it down.")
 	<-ctx.Done()
-	if !errors.Is(ctx.Err(), context.Canceled) {
-		return ctx.Err()
-	}
 	return nil
 }
 
-// stepper prints "==> what ... (1.2s)" progress lines for long work.
-type stepper struct {
+type demo struct {
 	out   io.Writer
+	root  string
+	ctx   context.Context
+	f     *fleet.Fleet
 	began time.Time
+
+	applied, firstCanary, fleetVerified, badApplied, rolledBack time.Time
 }
 
-func newStepper(out io.Writer) *stepper { return &stepper{out: out} }
-
-func (s *stepper) start(what string) {
-	s.began = time.Now()
-	fmt.Fprintf(s.out, "==> %s\n", what)
+func (d *demo) section(format string, args ...any) {
+	fmt.Fprintf(d.out, "\n==> "+format+"\n", args...)
 }
 
-func (s *stepper) done() {
-	fmt.Fprintf(s.out, "    done in %s\n", time.Since(s.began).Round(100*time.Millisecond))
+// sh runs and echoes a command with its output.
+func (d *demo) sh(name string, args ...string) error {
+	fmt.Fprintf(d.out, "\n$ %s %s\n", name, strings.Join(args, " "))
+	var cmd *exec.Cmd
+	switch name {
+	case "kubectl":
+		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), args...)
+	case "kubectl nettune":
+		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), args...)
+	default:
+		cmd = exec.CommandContext(d.ctx, name, args...)
+	}
+	cmd.Dir = d.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	return cmd.Run()
+}
+
+func (d *demo) profile() (*v1alpha1.NetTuningProfile, error) {
+	p := &v1alpha1.NetTuningProfile{}
+	err := d.f.CP.Client.Get(d.ctx, client.ObjectKey{Name: profile}, p)
+	return p, err
+}
+
+// follow shows the rollout until done says so: the plugin's live view on a
+// terminal, one line per change otherwise.
+func (d *demo) follow(done func(*v1alpha1.NetTuningProfile) bool, timeout time.Duration) (*v1alpha1.NetTuningProfile, error) {
+	var watch *exec.Cmd
+	if f, ok := d.out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		watch = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), "status", profile, "--watch", "--interval", "2s")
+		watch.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
+		watch.Stdout, watch.Stderr = d.out, d.out
+		if err := watch.Start(); err != nil {
+			return nil, err
+		}
+		defer func() { _ = watch.Process.Signal(os.Interrupt); _ = watch.Wait() }()
+	}
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		p, err := d.profile()
+		if err != nil {
+			return nil, err
+		}
+		if line := progressLine(p); watch == nil && line != last {
+			fmt.Fprintf(d.out, "  %6s  %s\n", time.Since(d.began).Round(time.Second), line)
+			last = line
+		}
+		d.note(p)
+		if done(p) {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			return p, fmt.Errorf("rollout not done after %s (phase %s)", timeout, p.Status.Phase)
+		}
+		select {
+		case <-d.ctx.Done():
+			return p, d.ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// note records the milestones for the summary.
+func (d *demo) note(p *v1alpha1.NetTuningProfile) {
+	if d.firstCanary.IsZero() && !d.applied.IsZero() && p.Status.Vehicles.Verified > 0 && p.Status.CurrentRevision != p.Status.StableRevision {
+		d.firstCanary = time.Now()
+	}
+}
+
+func progressLine(p *v1alpha1.NetTuningProfile) string {
+	st := p.Status
+	step := "-"
+	if st.CurrentStep != nil {
+		step = fmt.Sprint(*st.CurrentStep)
+	}
+	line := fmt.Sprintf("phase=%-11s step=%s updated=%d/%d verified=%d canary=%s", st.Phase, step,
+		st.Vehicles.Updated, st.Vehicles.Total, st.Vehicles.Verified, strings.Join(st.CanaryVehicles, ","))
+	for _, a := range st.Analysis {
+		line += fmt.Sprintf("  %s: %s canary=%s baseline=%s", a.Name, a.Phase, or(a.CanaryValue, "-"), or(a.BaselineValue, "-"))
+	}
+	return line
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (d *demo) walkthrough(o options) error {
+	samples := filepath.Join("config", "samples", "demo")
+
+	d.section("stage 1: the earlier 40/30 profile as the stable revision, every vehicle at once")
+	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "01-xavier-lan-v1.yaml")); err != nil {
+		return err
+	}
+	if _, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseHealthy && p.Status.StableRevision != "" && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
+	}, 3*time.Minute); err != nil {
+		return err
+	}
+	if err := d.sh("kubectl", "get", "ntp,nnt"); err != nil {
+		return err
+	}
+	a := d.f.Vehicles["av-001"].Host("xavier-a")
+	if err := d.sh("ip", "-n", a.Netns, "route", "show"); err != nil {
+		return err
+	}
+
+	d.section("stage 2: the shipped v2 profile, canary first, promoted on Loki latency analysis")
+	d.applied = time.Now()
+	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "02-xavier-lan-v2.yaml")); err != nil {
+		return err
+	}
+	p, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.CurrentRevision == p.Status.StableRevision && p.Status.Vehicles.Verified == p.Status.Vehicles.Total ||
+			p.Status.Phase == planner.PhaseRolledBack
+	}, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	d.fleetVerified = time.Now()
+	if err := d.sh("kubectl nettune", "status", profile); err != nil {
+		return err
+	}
+	if p.Status.Phase == planner.PhaseRolledBack {
+		fmt.Fprintln(d.out, "\n    the v2 rollout was rolled back on this machine (see the analysis above)")
+		return nil
+	}
+	if err := d.sh("ip", "-n", a.Netns, "route", "show"); err != nil {
+		return err
+	}
+	if o.skipBad {
+		return nil
+	}
+
+	d.section("stage 3: a bad edit (the busy pair clamped to 1 packet, rto_min 1s); the controller rolls it back")
+	d.badApplied = time.Now()
+	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "03-xavier-lan-bad.yaml")); err != nil {
+		return err
+	}
+	p, err = d.follow(func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseRolledBack || p.Status.Phase == planner.PhasePaused ||
+			p.Status.CurrentRevision == p.Status.StableRevision && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
+	}, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	d.rolledBack = time.Now()
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack); c != nil && c.Status == "True" {
+		fmt.Fprintf(d.out, "\n    RolledBack (%s): %s\n", c.Reason, c.Message)
+	}
+	return d.sh("kubectl nettune", "status", profile)
+}
+
+func (d *demo) summary() {
+	d.section("summary")
+	since := func(from, to time.Time) string {
+		if from.IsZero() || to.IsZero() {
+			return "-"
+		}
+		return to.Sub(from).Round(time.Second).String()
+	}
+	fmt.Fprintf(d.out, "    kubectl apply (v2) -> first canary verified:  %s\n", since(d.applied, d.firstCanary))
+	fmt.Fprintf(d.out, "    kubectl apply (v2) -> whole fleet verified:   %s\n", since(d.applied, d.fleetVerified))
+	fmt.Fprintf(d.out, "    kubectl apply (bad) -> rolled back:           %s\n", since(d.badApplied, d.rolledBack))
+	fmt.Fprintf(d.out, "    kubeconfig:  %s\n", d.f.CP.Kubeconfig)
+	fmt.Fprintf(d.out, "    Loki:        %s   (probe samples {job=\"nettune-probe\"}, agent events {job=\"nettune-agent\"})\n", d.f.Loki.URL)
+	fmt.Fprintf(d.out, "    Prometheus:  %s   (nettune_probe_latency_seconds, nettune_rollout_*, nettune_analysis_*)\n", d.f.Prometheus.URL)
+	fmt.Fprintf(d.out, "    logs:        %s\n", filepath.Join(d.f.Dir, "logs"))
+	fmt.Fprintln(d.out, "    Point a Grafana at Loki and Prometheus above to see the dashboards.")
 }

@@ -1,0 +1,505 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package fleet starts the whole product on one machine: a local
+// kube-apiserver and etcd, Loki, Prometheus scraping the agents and the
+// controller, the controller, and simulated vehicles — testbed network
+// namespaces whose hosts are registered as Nodes and each run a real
+// nettune-agent (real netlink in the host's namespace, real probe traffic).
+// The demo and the end-to-end tests run on it.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/testbed"
+)
+
+// Namespace holds the controller's revisions.
+const Namespace = "nettune-system"
+
+// VehicleSpec is one simulated vehicle.
+type VehicleSpec struct {
+	Name     string
+	Hardware string
+	Hosts    []string
+}
+
+// Options configure a fleet.
+type Options struct {
+	// Dir holds the kubeconfig, the agents' state and every log.
+	Dir string
+	// Vehicles default to av-001..av-004, Xavier, hosts xavier-a..xavier-c.
+	Vehicles []VehicleSpec
+	// Topics are the agents' --probe-topic values (default planning:4096:50).
+	Topics []string
+	// Heartbeat is the agents' status heartbeat (default 5s).
+	Heartbeat time.Duration
+	// Progress receives one line per stage.
+	Progress io.Writer
+}
+
+// DefaultVehicles is four Xavier vehicles of three hosts.
+func DefaultVehicles(n int) []VehicleSpec {
+	var out []VehicleSpec
+	for i := 1; i <= n; i++ {
+		out = append(out, VehicleSpec{Name: fmt.Sprintf("av-%03d", i), Hardware: "xavier", Hosts: []string{"xavier-a", "xavier-b", "xavier-c"}})
+	}
+	return out
+}
+
+// Fleet is a running stack.
+type Fleet struct {
+	Dir        string
+	CP         *localcp.ControlPlane
+	Loki       *testenv.Loki
+	Prometheus *testenv.Prometheus
+	// Vehicles by name.
+	Vehicles map[string]*testbed.Vehicle
+	// ControllerMetrics is the controller's metrics address.
+	ControllerMetrics string
+
+	opts Options
+	root string
+
+	mu         sync.Mutex
+	agents     map[string]*proc // by node name
+	agentPorts map[string]int   // metrics port by node name
+	controller *proc
+}
+
+// NodeName is the Node of a vehicle's host.
+func NodeName(vehicle, host string) string { return vehicle + "-" + host }
+
+func (f *Fleet) progress(format string, args ...any) {
+	if f.opts.Progress != nil {
+		fmt.Fprintf(f.opts.Progress, format+"\n", args...)
+	}
+}
+
+// Start brings the stack up; on error everything started is stopped.
+func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
+	if len(o.Vehicles) == 0 {
+		o.Vehicles = DefaultVehicles(4)
+	}
+	if len(o.Topics) == 0 {
+		o.Topics = []string{"planning:4096:50"}
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 5 * time.Second
+	}
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	for _, bin := range []string{"nettune-agent", "nettune-controller", "kubectl", "loki"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
+			return nil, fmt.Errorf("bin/%s is missing: run `make tools build`", bin)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
+		agents: map[string]*proc{}, agentPorts: map[string]int{}}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+
+	began := time.Now()
+	f.CP, err = localcp.Start(filepath.Join(o.Dir, "controlplane"))
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	if err := f.CP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", Namespace, err)
+	}
+	f.progress("    kube-apiserver and etcd up in %s (kubeconfig %s)", time.Since(began).Round(time.Millisecond), f.CP.Kubeconfig)
+
+	began = time.Now()
+	if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, v := range o.Vehicles {
+		for _, h := range v.Hosts {
+			nodes = append(nodes, NodeName(v.Name, h))
+		}
+	}
+	ports, err := freePorts(len(nodes) + 1)
+	if err != nil {
+		return nil, err
+	}
+	var targets []string
+	for i, n := range nodes {
+		f.agentPorts[n] = ports[i]
+		targets = append(targets, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+	}
+	f.ControllerMetrics = fmt.Sprintf("127.0.0.1:%d", ports[len(nodes)])
+	targets = append(targets, f.ControllerMetrics)
+	if f.Prometheus, err = testenv.RunPrometheus(filepath.Join(o.Dir, "prometheus"), targets); err != nil {
+		return nil, err
+	}
+	f.progress("    Loki %s and Prometheus %s up in %s", f.Loki.URL, f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	for _, vs := range o.Vehicles {
+		v, err := testbed.New(ctx, testbed.Options{Name: vs.Name, Hosts: vs.Hosts})
+		if err != nil {
+			return nil, fmt.Errorf("vehicle %s: %w", vs.Name, err)
+		}
+		f.Vehicles[vs.Name] = v
+		for _, h := range v.Hosts {
+			if err := f.registerNode(ctx, vs, h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	f.progress("    %d vehicles x %d hosts as network namespaces, registered as Nodes, in %s", len(o.Vehicles), len(o.Vehicles[0].Hosts), time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	for _, vs := range o.Vehicles {
+		if err := f.StartAgents(vs.Name); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.startController(); err != nil {
+		return nil, err
+	}
+	f.progress("    %d nettune-agents and the controller started in %s (logs in %s)", len(nodes), time.Since(began).Round(time.Millisecond), filepath.Join(o.Dir, "logs"))
+	return f, nil
+}
+
+func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *testbed.Host) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: NodeName(vs.Name, h.Name),
+		Labels: map[string]string{
+			v1alpha1.DefaultVehicleLabel: vs.Name, v1alpha1.DefaultHostLabel: h.Name, v1alpha1.DefaultHardwareLabel: vs.Hardware,
+		},
+		Annotations: map[string]string{render.AddressAnnotation: h.Addr.String(), render.DeviceAnnotation: h.Dev},
+	}}
+	if err := f.CP.Client.Create(ctx, n); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+func (f *Fleet) bin(name string) string { return filepath.Join(f.root, "bin", name) }
+
+// StartAgents starts a vehicle's agents (again).
+func (f *Fleet) StartAgents(vehicle string) error {
+	v := f.Vehicles[vehicle]
+	if v == nil {
+		return fmt.Errorf("no vehicle %s", vehicle)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range v.Hosts {
+		node := NodeName(vehicle, h.Name)
+		if p := f.agents[node]; p != nil && p.running() {
+			continue
+		}
+		args := []string{"run", "--node", node, "--netns", h.Netns, "--vehicle", vehicle,
+			"--state-dir", filepath.Join(f.Dir, "agents", node),
+			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node]),
+			"--heartbeat", f.opts.Heartbeat.String(), "--resync", "10s",
+			"--loki-url", f.Loki.URL}
+		for _, t := range f.opts.Topics {
+			args = append(args, "--probe-topic", t)
+		}
+		p, err := startProc(f.bin("nettune-agent"), args, f.env(), filepath.Join(f.Dir, "logs", "agent-"+node+".log"))
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", node, err)
+		}
+		f.agents[node] = p
+	}
+	return nil
+}
+
+// StopAgents kills a vehicle's agents, as if the vehicle went offline.
+func (f *Fleet) StopAgents(vehicle string) error {
+	v := f.Vehicles[vehicle]
+	if v == nil {
+		return fmt.Errorf("no vehicle %s", vehicle)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range v.Hosts {
+		if p := f.agents[NodeName(vehicle, h.Name)]; p != nil {
+			p.stop()
+		}
+	}
+	return nil
+}
+
+func (f *Fleet) env() []string {
+	return append(os.Environ(), "KUBECONFIG="+f.CP.Kubeconfig)
+}
+
+func (f *Fleet) startController() error {
+	args := []string{"--namespace", Namespace, "--loki-address", f.Loki.URL, "--prometheus-address", f.Prometheus.URL,
+		"--metrics-bind-address", f.ControllerMetrics, "--health-probe-bind-address", "0"}
+	p, err := startProc(f.bin("nettune-controller"), args, f.env(), filepath.Join(f.Dir, "logs", "controller.log"))
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	f.controller = p
+	return nil
+}
+
+// Kubectl runs bin/kubectl against the fleet's control plane.
+func (f *Fleet) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, f.bin("kubectl"), append([]string{"--kubeconfig", f.CP.Kubeconfig}, args...)...)
+	cmd.Dir = f.root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// Plugin runs bin/kubectl-nettune against the fleet's control plane.
+func (f *Fleet) Plugin(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, f.bin("kubectl-nettune"), append(args, "--kubeconfig", f.CP.Kubeconfig)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl nettune %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// Routes is `ip route` inside a host.
+func (f *Fleet) Routes(vehicle, host string) (string, error) {
+	v := f.Vehicles[vehicle]
+	if v == nil || v.Host(host) == nil {
+		return "", fmt.Errorf("no host %s/%s", vehicle, host)
+	}
+	out, err := exec.Command("ip", "-n", v.Host(host).Netns, "route", "show").CombinedOutput()
+	return string(out), err
+}
+
+// Evidence is what a failing test prints: the controller's and agents' log
+// tails, the objects as YAML, and every host's routes.
+func (f *Fleet) Evidence(ctx context.Context) string {
+	var b strings.Builder
+	if f.controller != nil {
+		fmt.Fprintf(&b, "=== controller log (last 60 lines)\n%s\n", tailFile(f.controller.logPath, 60))
+	}
+	f.mu.Lock()
+	var nodes []string
+	for n := range f.agents {
+		nodes = append(nodes, n)
+	}
+	f.mu.Unlock()
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "=== agent %s log (last 15 lines)\n%s\n", n, tailFile(f.agents[n].logPath, 15))
+	}
+	if f.CP != nil {
+		out, _ := f.Kubectl(ctx, "get", "ntp,nnt", "-o", "yaml")
+		fmt.Fprintf(&b, "=== kubectl get ntp,nnt -o yaml\n%s\n", out)
+	}
+	var names []string
+	for n := range f.Vehicles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, h := range f.Vehicles[n].Hosts {
+			out, _ := f.Routes(n, h.Name)
+			fmt.Fprintf(&b, "=== ip route in %s/%s\n%s\n", n, h.Name, out)
+		}
+	}
+	return b.String()
+}
+
+// Close stops everything and removes every namespace; safe to call twice.
+func (f *Fleet) Close() error {
+	var errs []error
+	f.mu.Lock()
+	if f.controller != nil {
+		f.controller.stop()
+	}
+	for _, p := range f.agents {
+		p.stop()
+	}
+	f.mu.Unlock()
+	for _, v := range f.Vehicles {
+		errs = append(errs, v.Close())
+	}
+	if f.Prometheus != nil {
+		errs = append(errs, f.Prometheus.Close())
+	}
+	if f.Loki != nil {
+		errs = append(errs, f.Loki.Close())
+	}
+	if f.CP != nil {
+		errs = append(errs, f.CP.Stop())
+		f.CP = nil
+	}
+	return errors.Join(errs...)
+}
+
+// proc is a child process in its own process group, logging to a file.
+type proc struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	once    sync.Once
+}
+
+func startProc(bin string, args, env []string, logPath string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logf, "--- %s %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Pdeathsig fires when the OS thread that started the child exits, not
+	// the process: start and wait on one locked thread that lives as long as
+	// the child, so the child dies with this process and only then.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &proc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		logf.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM to the group, then SIGKILL after 5 s.
+func (p *proc) stop() {
+	p.once.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	})
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		p, _ := strconv.Atoi(port)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// DemoTopics is the probe topic of the demo and the e2e tests: a 64 KB
+// message (a planning trajectory or a small point cloud) 20 times a second
+// from every host to every peer. Large enough that a message needs a few
+// congestion windows, so a bad clamp shows in its latency.
+var DemoTopics = []string{"planning:65536:20"}
+
+// StartTraffic runs the field's burst scenario in every vehicle until the
+// returned stop is called: the other hosts burst 192 KB each into the first
+// host (xavier-a) at the same instant, every 50 ms — with three hosts, 384 KB
+// into the 128 KB buffer of the port where topics and bursts meet, so it
+// drops segments every round (the field report's incast).
+func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, v := range f.Vehicles {
+		if len(v.Hosts) < 2 {
+			continue
+		}
+		wg.Add(1)
+		go func(v *testbed.Vehicle) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				// Burst returns when ctx ends; an error (a host restarting) is retried.
+				if _, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], 192<<10, 50*time.Millisecond); err != nil && ctx.Err() == nil {
+					time.Sleep(time.Second)
+				}
+			}
+		}(v)
+	}
+	return func() { cancel(); wg.Wait() }
+}
