@@ -184,7 +184,8 @@ func (d *demo) follow(done func(*v1alpha1.NetTuningProfile) bool, timeout time.D
 			last = line
 		}
 		d.note(p)
-		if done(p) {
+		// Judge only a status the controller wrote for the current spec.
+		if p.Status.ObservedGeneration == p.Generation && done(p) {
 			return p, nil
 		}
 		if time.Now().After(deadline) {
