@@ -108,21 +108,7 @@ func RunLoki(dir string) (*Loki, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s is missing (%v): run `make tools`", bin, err)
 	}
-	for attempt := 1; ; attempt++ {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		l, err := launchLoki(bin, dir)
-		if err == nil {
-			return l, nil
-		}
-		if !errors.Is(err, errRetry) || attempt >= startAttempts {
-			return nil, fmt.Errorf("starting Loki: %w", err)
-		}
-	}
+	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir) })
 }
 
 // Close stops a Loki started by RunLoki (its data stays in its directory).

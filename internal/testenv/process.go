@@ -216,3 +216,24 @@ func httpGet(ctx context.Context, url string) (int, []byte, error) {
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, body, err
 }
+
+// runInDir starts a service outside a test in an emptied dir, retrying on
+// other ports when one was taken before the service bound it.
+func runInDir[T any](name, dir string, launch func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		var zero T
+		if err := os.RemoveAll(dir); err != nil {
+			return zero, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return zero, err
+		}
+		v, err := launch()
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, errRetry) || attempt >= startAttempts {
+			return zero, fmt.Errorf("starting %s: %w", name, err)
+		}
+	}
+}

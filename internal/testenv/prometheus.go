@@ -89,21 +89,7 @@ func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
 		}
 		bin = found
 	}
-	for attempt := 1; ; attempt++ {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		p, err := launchPrometheus(bin, dir, targets)
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, errRetry) || attempt >= startAttempts {
-			return nil, fmt.Errorf("starting Prometheus: %w", err)
-		}
-	}
+	return runInDir("Prometheus", dir, func() (*Prometheus, error) { return launchPrometheus(bin, dir, targets) })
 }
 
 // Close stops a Prometheus started by RunPrometheus.
