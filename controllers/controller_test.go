@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -375,11 +376,16 @@ func (e *fleetEnv) settle(p *v1alpha1.NetTuningProfile) string {
 	return rev
 }
 
+// edit changes a profile's spec as a user would, retrying when the
+// controller changed the object in between (its finalizer, say).
 func (e *fleetEnv) edit(name string, mutate func(*v1alpha1.NetTuningProfile)) string {
 	e.t.Helper()
-	p := e.profile(name)
-	mutate(p)
-	if err := e.c.Update(e.ctx, p); err != nil {
+	var p *v1alpha1.NetTuningProfile
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p = e.profile(name)
+		mutate(p)
+		return e.c.Update(e.ctx, p)
+	}); err != nil {
 		e.t.Fatal(err)
 	}
 	return controllers.RevisionName(p)

@@ -34,6 +34,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -484,11 +485,15 @@ func plugin(t *testing.T, args ...string) {
 	t.Logf("kubectl nettune %s: %s", strings.Join(args, " "), strings.TrimSpace(out))
 }
 
+// edit changes the profile's spec as a user would, retrying when the
+// controller changed the object in between.
 func edit(t *testing.T, mutate func(*v1alpha1.NetTuningProfile)) {
 	t.Helper()
-	p := getProfile(t)
-	mutate(p)
-	if err := f.CP.Client.Update(context.Background(), p); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := getProfile(t)
+		mutate(p)
+		return f.CP.Client.Update(context.Background(), p)
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
