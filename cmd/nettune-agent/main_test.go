@@ -15,12 +15,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -37,69 +34,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
 )
 
-const ipBin = "/usr/sbin/ip"
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, netlink writes)")
-	}
-	if _, err := os.Stat(ipBin); err != nil {
-		t.Skipf("iproute2 not found at %s", ipBin)
-	}
-}
-
-func randHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func randInt(t *testing.T, n int) int {
-	t.Helper()
-	v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(v.Int64())
-}
-
-func ipTry(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, ipBin, args...).CombinedOutput()
-	if err != nil {
-		return strings.TrimSpace(string(out)), fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-func ipCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := ipTry(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func newNS(t *testing.T) string {
 	t.Helper()
-	name := "nta-" + randHex(t, 4)
-	ipCmd(t, "netns", "add", name)
+	name := "nta-" + nettest.RandHex(t, 4)
+	nettest.IP(t, "netns", "add", name)
 	t.Cleanup(func() {
-		if _, err := ipTry("netns", "del", name); err != nil {
+		if _, err := nettest.IPTry("netns", "del", name); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	ipCmd(t, "-n", name, "link", "set", "lo", "up")
+	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
 	return name
 }
 
@@ -114,16 +63,16 @@ type pair struct {
 
 func newPair(t *testing.T) *pair {
 	t.Helper()
-	x := 1 + randInt(t, 254)
+	x := 1 + nettest.RandInt(t, 254)
 	p := &pair{A: newNS(t), B: newNS(t), devA: "veth-a", devB: "veth-b", x: x,
 		addrA: fmt.Sprintf("10.252.%d.1", x), addrB: fmt.Sprintf("10.252.%d.2", x)}
-	ipCmd(t, "-n", p.A, "link", "add", p.devA, "type", "veth", "peer", "name", p.devB, "netns", p.B)
-	ipCmd(t, "-n", p.A, "addr", "add", p.addrA+"/24", "dev", p.devA)
-	ipCmd(t, "-n", p.B, "addr", "add", p.addrB+"/24", "dev", p.devB)
-	ipCmd(t, "-n", p.A, "link", "set", p.devA, "up")
-	ipCmd(t, "-n", p.B, "link", "set", p.devB, "up")
+	nettest.IP(t, "-n", p.A, "link", "add", p.devA, "type", "veth", "peer", "name", p.devB, "netns", p.B)
+	nettest.IP(t, "-n", p.A, "addr", "add", p.addrA+"/24", "dev", p.devA)
+	nettest.IP(t, "-n", p.B, "addr", "add", p.addrB+"/24", "dev", p.devB)
+	nettest.IP(t, "-n", p.A, "link", "set", p.devA, "up")
+	nettest.IP(t, "-n", p.B, "link", "set", p.devB, "up")
 	waitFor(t, 5*time.Second, func() error {
-		if out := ipCmd(t, "-n", p.A, "link", "show", p.devA); !strings.Contains(out, "LOWER_UP") {
+		if out := nettest.IP(t, "-n", p.A, "link", "show", p.devA); !strings.Contains(out, "LOWER_UP") {
 			return fmt.Errorf("no carrier: %s", out)
 		}
 		return nil
@@ -148,7 +97,7 @@ func waitFor(t *testing.T, d time.Duration, f func() error) {
 
 func sysctlOf(t *testing.T, ns, name string) string {
 	t.Helper()
-	return kernel.NormalizeSysctlValue(ipCmd(t, "netns", "exec", ns, "cat", "/proc/sys/"+strings.ReplaceAll(name, ".", "/")))
+	return kernel.NormalizeSysctlValue(nettest.IP(t, "netns", "exec", ns, "cat", "/proc/sys/"+strings.ReplaceAll(name, ".", "/")))
 }
 
 // buildAgent builds the nettune-agent binary.
@@ -311,7 +260,7 @@ func hasAny(s string, subs []string) bool {
 func routeStates(t *testing.T, ns string, hosts []string) (map[string]string, map[string]int) {
 	t.Helper()
 	lines := map[string]string{}
-	for _, l := range strings.Split(ipCmd(t, "-n", ns, "route", "show"), "\n") {
+	for _, l := range strings.Split(nettest.IP(t, "-n", ns, "route", "show"), "\n") {
 		if f := strings.Fields(l); len(f) > 0 {
 			lines[f[0]] = l
 		}
@@ -432,7 +381,7 @@ func (p *process) running() bool {
 }
 
 func TestAgentCLI(t *testing.T) {
-	requireRoot(t)
+	nettest.RequireRoot(t)
 	bin := buildAgent(t)
 	env := agentEnv(t)
 
@@ -469,9 +418,9 @@ func TestAgentCLI(t *testing.T) {
 			sysctls bool          // ... or once r2's last sysctl is written ...
 			after   time.Duration // ... or this long after the start
 		}
-		plans := []killPlan{{name: "early", after: time.Duration(randInt(t, 150)) * time.Millisecond}}
+		plans := []killPlan{{name: "early", after: time.Duration(nettest.RandInt(t, 150)) * time.Millisecond}}
 		for range 3 {
-			plans = append(plans, killPlan{name: "mid-routes", untilR2: 1 + randInt(t, 48)})
+			plans = append(plans, killPlan{name: "mid-routes", untilR2: 1 + nettest.RandInt(t, 48)})
 		}
 		plans = append(plans, killPlan{name: "all-routes-written", untilR2: len(hosts)},
 			killPlan{name: "everything-written-not-committed", sysctls: true})
@@ -500,7 +449,7 @@ func TestAgentCLI(t *testing.T) {
 					}
 					time.Sleep(time.Millisecond)
 				}
-				time.Sleep(time.Duration(randInt(t, 20)) * time.Millisecond) // anywhere in the item
+				time.Sleep(time.Duration(nettest.RandInt(t, 20)) * time.Millisecond) // anywhere in the item
 			}
 			if !proc.running() {
 				t.Fatalf("kill %d: apply finished before the kill (%v)\n%s", i, proc.err, proc.out.String())
@@ -566,9 +515,9 @@ func TestAgentCLI(t *testing.T) {
 			t.Fatalf("apply r1: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
 		for _, h := range hosts[:2] {
-			ipCmd(t, "-n", p.A, "route", "replace", h+"/32", "dev", p.devA)
+			nettest.IP(t, "-n", p.A, "route", "replace", h+"/32", "dev", p.devA)
 		}
-		ipCmd(t, "netns", "exec", p.A, "sh", "-c", "echo '4096 131072 6291456' > /proc/sys/net/ipv4/tcp_rmem")
+		nettest.IP(t, "netns", "exec", p.A, "sh", "-c", "echo '4096 131072 6291456' > /proc/sys/net/ipv4/tcp_rmem")
 		if _, counts := routeStates(t, p.A, hosts); counts["r1"] != 1 {
 			t.Fatalf("wipe did not take: %v", counts)
 		}
@@ -610,12 +559,12 @@ func TestAgentCLI(t *testing.T) {
 		if res := runCLI(t, env, append([]string{bin, "diff", "-f", r1}, common...)...); res.code != 0 || !strings.Contains(res.stdout, "no changes") {
 			t.Errorf("diff of the applied spec: exit %d, want 0\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		table := ipCmd(t, "-n", p.A, "route", "show")
+		table := nettest.IP(t, "-n", p.A, "route", "show")
 		res = runCLI(t, env, append([]string{bin, "diff", "-f", r2}, common...)...)
 		if res.code != 2 || !strings.Contains(res.stdout, "~ Route "+hosts[0]+"/32") || !strings.Contains(res.stdout, "~ Sysctl net.ipv4.tcp_rmem") {
 			t.Errorf("diff r2: exit %d, want 2\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		if got := ipCmd(t, "-n", p.A, "route", "show"); got != table {
+		if got := nettest.IP(t, "-n", p.A, "route", "show"); got != table {
 			t.Errorf("diff changed the table:\n%s\n->\n%s", table, got)
 		}
 
@@ -627,7 +576,7 @@ func TestAgentCLI(t *testing.T) {
 		if res.code == 0 || !strings.Contains(res.stderr, "nosuch0") {
 			t.Errorf("apply of a refused spec: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		if got := ipCmd(t, "-n", p.A, "route", "show"); got != table {
+		if got := nettest.IP(t, "-n", p.A, "route", "show"); got != table {
 			t.Errorf("refused apply changed the table:\n%s\n->\n%s", table, got)
 		}
 		assertAll(t, p.A, hosts, "r1", r1Rmem, "after the refused apply")
@@ -707,7 +656,7 @@ current-context: c
 			t.Fatal(err)
 		}
 		envAPI := append(append([]string{}, env...), "KUBECONFIG="+kubeconfig, "KUBERNETES_SERVICE_HOST="+p.addrB, "KUBERNETES_SERVICE_PORT="+port)
-		inA := []string{ipBin, "netns", "exec", p.A, bin}
+		inA := []string{nettest.IPBin, "netns", "exec", p.A, bin}
 		common := []string{"--state-dir", dir, "--netns", p.A}
 
 		res := runCLI(t, envAPI, append(append(inA, "apply", "-f", writeSpec(t, p.spec("r1", hosts, r1Params, r1Rmem), false)), common...)...)
@@ -715,7 +664,7 @@ current-context: c
 			t.Fatalf("apply r1: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
 		for _, h := range hosts {
-			ipCmd(t, "-n", p.A, "route", "replace", h+"/32", "dev", p.devA)
+			nettest.IP(t, "-n", p.A, "route", "replace", h+"/32", "dev", p.devA)
 		}
 		res = runCLI(t, envAPI, append(append(inA, "boot"), common...)...)
 		t.Logf("boot inside %s with an API server configured took %s: exit %d: %s", p.A, res.took.Round(time.Millisecond), res.code, strings.SplitN(res.stdout, "\n", 2)[0])

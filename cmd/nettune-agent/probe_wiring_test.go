@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -49,20 +50,20 @@ func pwStop(t *testing.T, p *process) {
 }
 
 func TestAgentShipsProbeLatencyAndEventsToLoki(t *testing.T) {
-	requireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	bin := buildAgent(t)
 	env := agentEnv(t)
 	p := newPair(t)
 	loki := testenv.StartLoki(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	vehicle := "av-" + randHex(t, 3)
+	vehicle := "av-" + nettest.RandHex(t, 3)
 
 	// B: only the probe port (no spec, no topics).
 	startAgent(t, env, bin, "run", "--node", "node-b", "--netns", p.B, "--state-dir", dirB,
 		"--probe-port", pwProbePort, "--metrics-bind-address", "0")
 	waitFor(t, 10*time.Second, func() error {
-		out, err := ipTry("netns", "exec", p.B, "ss", "-Htln", "sport", "= :"+pwProbePort)
+		out, err := nettest.IPTry("netns", "exec", p.B, "ss", "-Htln", "sport", "= :"+pwProbePort)
 		if err != nil || !strings.Contains(out, pwProbePort) {
 			return fmt.Errorf("agent B not listening on %s: %q %v", pwProbePort, out, err)
 		}
@@ -85,7 +86,7 @@ func TestAgentShipsProbeLatencyAndEventsToLoki(t *testing.T) {
 	loki.WaitForCount(t, sel("xavier-lan-aaa111")+` | json | topic="camera"`, 20, time.Minute)
 	loki.WaitForCount(t, fmt.Sprintf(`{job="nettune-agent", vehicle=%q, node="node-a"} | json | event="applied" | revision="r1"`, vehicle), 1, time.Minute)
 	// The emulator's connections live in namespace A.
-	if out, err := ipTry("netns", "exec", p.A, "ss", "-Htn", "state", "established", "dst", p.addrB+":"+pwProbePort); err != nil || strings.Count(out, p.addrB) < 2 {
+	if out, err := nettest.IPTry("netns", "exec", p.A, "ss", "-Htn", "state", "established", "dst", p.addrB+":"+pwProbePort); err != nil || strings.Count(out, p.addrB) < 2 {
 		t.Errorf("established probe connections in %s: %q (%v), want one per topic", p.A, out, err)
 	}
 

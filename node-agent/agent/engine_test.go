@@ -12,14 +12,11 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"k8s.io/utils/ptr"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -38,59 +35,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
 )
-
-const ipBin = "/usr/sbin/ip"
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, netlink writes)")
-	}
-	if _, err := os.Stat(ipBin); err != nil {
-		t.Skipf("iproute2 not found at %s", ipBin)
-	}
-}
-
-func randHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func randInt(t *testing.T, n int) int {
-	t.Helper()
-	v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int(v.Int64())
-}
-
-// ipTry runs the real `ip` with args and returns its trimmed output.
-func ipTry(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, ipBin, args...).CombinedOutput()
-	if err != nil {
-		return strings.TrimSpace(string(out)), fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-func ipCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := ipTry(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // testNS is a named network namespace made by a test, with a Handle on it.
 type testNS struct {
@@ -100,15 +48,15 @@ type testNS struct {
 
 func newNS(t *testing.T) *testNS {
 	t.Helper()
-	requireRoot(t)
-	name := "nta-" + randHex(t, 4)
-	ipCmd(t, "netns", "add", name)
+	nettest.RequireRoot(t)
+	name := "nta-" + nettest.RandHex(t, 4)
+	nettest.IP(t, "netns", "add", name)
 	t.Cleanup(func() {
-		if _, err := ipTry("netns", "del", name); err != nil {
+		if _, err := nettest.IPTry("netns", "del", name); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	ipCmd(t, "-n", name, "link", "set", "lo", "up")
+	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
 	ns, err := netns.GetFromName(name)
 	if err != nil {
 		t.Fatalf("open netns %s: %v", name, err)
@@ -134,14 +82,14 @@ type pair struct {
 func newPair(t *testing.T) *pair {
 	t.Helper()
 	a, b := newNS(t), newNS(t)
-	x := 1 + randInt(t, 254)
+	x := 1 + nettest.RandInt(t, 254)
 	p := &pair{A: a, B: b, devA: "veth-a", devB: "veth-b", x: x,
 		addrA: fmt.Sprintf("10.252.%d.1", x), addrB: fmt.Sprintf("10.252.%d.2", x)}
-	ipCmd(t, "-n", a.name, "link", "add", p.devA, "type", "veth", "peer", "name", p.devB, "netns", b.name)
-	ipCmd(t, "-n", a.name, "addr", "add", p.addrA+"/24", "dev", p.devA)
-	ipCmd(t, "-n", b.name, "addr", "add", p.addrB+"/24", "dev", p.devB)
-	ipCmd(t, "-n", a.name, "link", "set", p.devA, "up")
-	ipCmd(t, "-n", b.name, "link", "set", p.devB, "up")
+	nettest.IP(t, "-n", a.name, "link", "add", p.devA, "type", "veth", "peer", "name", p.devB, "netns", b.name)
+	nettest.IP(t, "-n", a.name, "addr", "add", p.addrA+"/24", "dev", p.devA)
+	nettest.IP(t, "-n", b.name, "addr", "add", p.addrB+"/24", "dev", p.devB)
+	nettest.IP(t, "-n", a.name, "link", "set", p.devA, "up")
+	nettest.IP(t, "-n", b.name, "link", "set", p.devB, "up")
 	waitFor(t, 5*time.Second, func() error {
 		st, err := a.h.ReadInterface(p.devA)
 		if err != nil {
@@ -176,20 +124,20 @@ func waitFor(t *testing.T, d time.Duration, f func() error) {
 // routeShow is `ip -n NS route show [DST]`.
 func routeShow(t *testing.T, ns *testNS, dst ...string) string {
 	t.Helper()
-	return ipCmd(t, append([]string{"-n", ns.name, "route", "show"}, dst...)...)
+	return nettest.IP(t, append([]string{"-n", ns.name, "route", "show"}, dst...)...)
 }
 
 // sysctlOf reads a sysctl through `ip netns exec NS cat /proc/sys/...`.
 func sysctlOf(t *testing.T, ns *testNS, name string) string {
 	t.Helper()
-	return kernel.NormalizeSysctlValue(ipCmd(t, "netns", "exec", ns.name, "cat", "/proc/sys/"+strings.ReplaceAll(name, ".", "/")))
+	return kernel.NormalizeSysctlValue(nettest.IP(t, "netns", "exec", ns.name, "cat", "/proc/sys/"+strings.ReplaceAll(name, ".", "/")))
 }
 
 // setSysctl writes a sysctl through `ip netns exec NS sh -c 'echo V > ...'`.
 func setSysctl(t *testing.T, ns *testNS, name, value string) {
 	t.Helper()
 	path := "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
-	ipCmd(t, "netns", "exec", ns.name, "sh", "-c", fmt.Sprintf("echo '%s' > %s", value, path))
+	nettest.IP(t, "netns", "exec", ns.name, "sh", "-c", fmt.Sprintf("echo '%s' > %s", value, path))
 }
 
 func hostSysctl(t *testing.T, name string) string {
@@ -204,7 +152,7 @@ func hostSysctl(t *testing.T, name string) string {
 // linkMTU is the mtu `ip -n NS link show DEV` reports.
 func linkMTU(t *testing.T, ns *testNS, dev string) int {
 	t.Helper()
-	f := strings.Fields(ipCmd(t, "-n", ns.name, "link", "show", dev))
+	f := strings.Fields(nettest.IP(t, "-n", ns.name, "link", "show", dev))
 	for i := range f[:len(f)-1] {
 		if f[i] == "mtu" {
 			n, err := strconv.Atoi(f[i+1])
@@ -753,7 +701,7 @@ func TestDroppedItemsReturnToOriginal(t *testing.T) {
 	e := newEngine(t, p.A, dir)
 
 	existing, created := p.dst(40), p.dst(41)
-	ipCmd(t, "-n", p.A.name, "route", "add", existing, "dev", p.devA)
+	nettest.IP(t, "-n", p.A.name, "route", "add", existing, "dev", p.devA)
 	origExisting := routeShow(t, p.A, existing)
 	origTable := routeShow(t, p.A)
 	origRmem := sysctlOf(t, p.A, "net.ipv4.tcp_rmem")
@@ -821,7 +769,7 @@ func TestBootFromLastKnownGood(t *testing.T) {
 	mustApply(t, e, r1)
 	tuned := routeShow(t, p.A)
 
-	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+	nettest.IP(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
 	setSysctl(t, p.A, "net.ipv4.tcp_rmem", "4096 131072 6291456")
 	if out := routeShow(t, p.A, dst); strings.Contains(out, "cwnd") {
 		t.Fatalf("wipe did not remove the metrics: %q", out)
@@ -924,7 +872,7 @@ func TestDriftRepair(t *testing.T) {
 		before := repairs.Load()
 		// del + add in one iproute2 batch so that no repair can run between
 		// them and make the add fail.
-		cmd := exec.Command(ipBin, "-n", p.A.name, "-batch", "-")
+		cmd := exec.Command(nettest.IPBin, "-n", p.A.name, "-batch", "-")
 		cmd.Stdin = strings.NewReader(fmt.Sprintf("route del %s\nroute add %s dev %s\n", dst, dst, p.devA))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("ip -batch: %v: %s", err, out)
@@ -1074,7 +1022,7 @@ func TestDriftWatcherSurvivesOverflow(t *testing.T) {
 	t.Logf("subscriptions lost and renewed: %d", lost.Load())
 
 	before := repairs.Load()
-	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+	nettest.IP(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
 	waitFor(t, time.Second, func() error {
 		if out := routeShow(t, p.A, dst); !strings.Contains(out, "cwnd lock 30") || repairs.Load() == before {
 			return fmt.Errorf("not repaired: %q, %d repairs", out, repairs.Load()-before)
@@ -1104,7 +1052,7 @@ func TestBootDoesNotNeedPeers(t *testing.T) {
 	// The peer goes away (its agent is not up yet after the power cycle),
 	// and the host reboots without its route metrics.
 	ln.ln.Close()
-	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+	nettest.IP(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
 
 	// The peer really is unreachable: a normal apply that probes it rolls back.
 	r2 := *r1.DeepCopy()
@@ -1114,7 +1062,7 @@ func TestBootDoesNotNeedPeers(t *testing.T) {
 		t.Fatalf("apply with the peer down: %+v, %v; want RolledBack", o, err)
 	}
 
-	ipCmd(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
+	nettest.IP(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
 	o, err := newEngine(t, p.A, dir).Boot(context.Background())
 	if err != nil {
 		t.Fatal(err)

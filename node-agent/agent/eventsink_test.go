@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nettune/nettune/internal/nettest"
 )
 
 // evRecord is one EventSink call.
@@ -48,11 +50,11 @@ func (r *evRecorder) wait(t *testing.T, kind, revision string) evRecord {
 // back by a failed probe, and a drift repair by the drift watcher wired as
 // runAgent wires it.
 func TestAgentSendsEventsToEventSink(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp := rtControlPlane(t)
 	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "ev-node-"+rtHex(t, 4))
+	a := rtNewAgent(t, cp, h, "ev-node-"+nettest.RandHex(t, 4))
 	rec := &evRecorder{}
 	a.rec.Events = rec
 	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", rtCwndFirst))
@@ -93,7 +95,7 @@ func TestAgentSendsEventsToEventSink(t *testing.T) {
 		cancel()
 		<-done
 	})
-	rtIP(t, "-n", h.nsA, "route", "change", h.addrB+"/32", "dev", rtDevA) // metrics gone
+	nettest.IP(t, "-n", h.nsA, "route", "change", h.addrB+"/32", "dev", rtDevA) // metrics gone
 	if e := rec.wait(t, EventDriftRepaired, "r1"); e.message != "1 item(s) re-tuned after drift" {
 		t.Errorf("drift event %q", e.message)
 	}

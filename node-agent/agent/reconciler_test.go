@@ -3,12 +3,9 @@ package agent
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
@@ -34,6 +31,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
@@ -55,63 +53,23 @@ const (
 	rtMissing   = "nrmissing0"           // a device that exists nowhere
 	rtRecorder  = "nettune-agent"        // the event recorder's name (runManager)
 	rtPeerName  = "peer-b"               // the peer host's name in specs
-	rtIPBinary  = "/usr/sbin/ip"         // iproute2
 	rtCwndFirst = int32(30)              // cwnd of the first revision
 	rtInitcwnd  = int32(25)              // initcwnd of every revision
 	rtRTOMin    = 10 * time.Millisecond  // rtoMin of every revision
 )
 
-func rtRequireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, netlink writes)")
-	}
-	if _, err := os.Stat(rtIPBinary); err != nil {
-		t.Skipf("iproute2 %s not found", rtIPBinary)
-	}
-}
-
-func rtHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// rtIP runs iproute2 and returns its trimmed output.
-func rtIP(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := rtIPErr(args...)
-	if err != nil {
-		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
-
-func rtIPErr(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, rtIPBinary, args...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // rtNewNetns creates a named network namespace with lo up; it is deleted in
 // cleanup.
 func rtNewNetns(t *testing.T) string {
 	t.Helper()
-	name := "nar-" + rtHex(t, 4)
-	rtIP(t, "netns", "add", name)
+	name := "nar-" + nettest.RandHex(t, 4)
+	nettest.IP(t, "netns", "add", name)
 	t.Cleanup(func() {
-		if _, err := rtIPErr("netns", "del", name); err != nil {
+		if _, err := nettest.IPTry("netns", "del", name); err != nil {
 			t.Errorf("deleting netns %s: %v", name, err)
 		}
 	})
-	rtIP(t, "-n", name, "link", "set", "lo", "up")
+	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
 	return name
 }
 
@@ -125,7 +83,7 @@ type rtHost struct {
 
 func rtNewHost(t *testing.T) *rtHost {
 	t.Helper()
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	h := &rtHost{nsA: rtNewNetns(t), nsB: rtNewNetns(t)}
 	b := make([]byte, 1)
 	for b[0] == 0 || b[0] == 255 {
@@ -134,11 +92,11 @@ func rtNewHost(t *testing.T) *rtHost {
 		}
 	}
 	h.addrA, h.addrB = fmt.Sprintf("10.253.%d.1", b[0]), fmt.Sprintf("10.253.%d.2", b[0])
-	rtIP(t, "-n", h.nsA, "link", "add", rtDevA, "type", "veth", "peer", "name", rtDevB, "netns", h.nsB)
-	rtIP(t, "-n", h.nsA, "addr", "add", h.addrA+"/24", "dev", rtDevA)
-	rtIP(t, "-n", h.nsB, "addr", "add", h.addrB+"/24", "dev", rtDevB)
-	rtIP(t, "-n", h.nsA, "link", "set", rtDevA, "up")
-	rtIP(t, "-n", h.nsB, "link", "set", rtDevB, "up")
+	nettest.IP(t, "-n", h.nsA, "link", "add", rtDevA, "type", "veth", "peer", "name", rtDevB, "netns", h.nsB)
+	nettest.IP(t, "-n", h.nsA, "addr", "add", h.addrA+"/24", "dev", rtDevA)
+	nettest.IP(t, "-n", h.nsB, "addr", "add", h.addrB+"/24", "dev", rtDevB)
+	nettest.IP(t, "-n", h.nsA, "link", "set", rtDevA, "up")
+	nettest.IP(t, "-n", h.nsB, "link", "set", rtDevB, "up")
 
 	nsh, err := netns.GetFromName(h.nsA)
 	if err != nil {
@@ -202,7 +160,7 @@ func rtNewHost(t *testing.T) *rtHost {
 // rtRoute is `ip -n A route show <peer>`, the kernel's view.
 func (h *rtHost) rtRoute(t *testing.T) string {
 	t.Helper()
-	return rtIP(t, "-n", h.nsA, "route", "show", h.addrB)
+	return nettest.IP(t, "-n", h.nsA, "route", "show", h.addrB)
 }
 
 // rtSpec is a spec tuning the route to the peer's /32 on the veth.
@@ -245,7 +203,7 @@ func rtAssertKernelRoute(t *testing.T, h *rtHost, cwnd int32) {
 // in cleanup.
 func rtControlPlane(t *testing.T) *localcp.ControlPlane {
 	t.Helper()
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	cp, err := localcp.Start(t.TempDir())
 	if err != nil {
 		t.Fatalf("starting the local control plane: %v", err)
@@ -578,7 +536,7 @@ func rtSetup(t *testing.T) (*localcp.ControlPlane, *rtAgent, *v1alpha1.NodeNetTu
 	t.Helper()
 	cp := rtControlPlane(t)
 	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "rt-node-"+rtHex(t, 4))
+	a := rtNewAgent(t, cp, h, "rt-node-"+nettest.RandHex(t, 4))
 	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", rtCwndFirst))
 	a.rtStart(t)
 	nnt := rtWaitStatus(t, cp.Client, a.node)
@@ -589,7 +547,7 @@ func rtSetup(t *testing.T) (*localcp.ControlPlane, *rtAgent, *v1alpha1.NodeNetTu
 // TestAgentAppliesItsNodeNetTuningAndReportsStatus: the agent applies its
 // own NodeNetTuning to the host and reports it in status.
 func TestAgentAppliesItsNodeNetTuningAndReportsStatus(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, nnt := rtSetup(t)
 	if nnt.Generation != 1 || nnt.Status.AppliedRevision != "r1" {
@@ -614,20 +572,20 @@ func TestAgentAppliesItsNodeNetTuningAndReportsStatus(t *testing.T) {
 // TestAgentSeesOnlyItsOwnNodeNetTuning: the agent's cache holds its own
 // object only, and it never writes another node's object.
 func TestAgentSeesOnlyItsOwnNodeNetTuning(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp := rtControlPlane(t)
 	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "rt-node-"+rtHex(t, 4))
+	a := rtNewAgent(t, cp, h, "rt-node-"+nettest.RandHex(t, 4))
 	// Other nodes' objects, one created before the agent starts and one
 	// after. Their specs would be refused here (their device is missing), so
 	// the agent would write a status if it ever reconciled them.
 	otherSpec := h.rtSpec("other-r1", 30)
 	otherSpec.Routes[0].Device = rtMissing
-	before := rtCreate(t, cp.Client, "rt-other-"+rtHex(t, 4), otherSpec)
+	before := rtCreate(t, cp.Client, "rt-other-"+nettest.RandHex(t, 4), otherSpec)
 	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", rtCwndFirst))
 	a.rtStart(t)
-	after := rtCreate(t, cp.Client, "rt-other-"+rtHex(t, 4), otherSpec)
+	after := rtCreate(t, cp.Client, "rt-other-"+nettest.RandHex(t, 4), otherSpec)
 	rtAssertApplied(t, a, rtWaitStatus(t, cp.Client, a.node), rtCwndFirst)
 
 	var all v1alpha1.NodeNetTuningList
@@ -674,7 +632,7 @@ func TestAgentSeesOnlyItsOwnNodeNetTuning(t *testing.T) {
 // TestAgentAppliesSpecChangeAndPatchesStatusOnlyOnChange: a new revision is
 // applied and reported; in steady state the status is not rewritten.
 func TestAgentAppliesSpecChangeAndPatchesStatusOnlyOnChange(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
 	rtAssertNoWrites(t, a)
@@ -708,7 +666,7 @@ func TestAgentAppliesSpecChangeAndPatchesStatusOnlyOnChange(t *testing.T) {
 // missing device is refused before any change and reported, and the host
 // keeps the previous revision.
 func TestAgentReportsRefusedSpecAndKeepsPreviousRevision(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
 	bad := a.host.rtSpec("r2-bad", 50)
@@ -755,7 +713,7 @@ func TestAgentReportsRefusedSpecAndKeepsPreviousRevision(t *testing.T) {
 // reach). Setting the reconciler up again must work and the new manager must
 // apply a spec change.
 func TestAgentReconnectsWithANewManager(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
 	a.stopMgr()
@@ -776,7 +734,7 @@ func TestAgentReconnectsWithANewManager(t *testing.T) {
 // (the node left every profile) is applied, undoing the previous tuning, and
 // its status, with no items, is not rewritten on every resync either.
 func TestAgentEmptySpecIsNotRewrittenOnResync(t *testing.T) {
-	rtRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
 	rtUpdateSpec(t, cp.Client, a.node, v1alpha1.NodeNetTuningSpec{Revision: "r2-empty"})

@@ -8,19 +8,15 @@ package latency
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,53 +24,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
-const ltIPBin = "/usr/sbin/ip"
-
-func ltRequireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
-	if _, err := os.Stat(ltIPBin); err != nil {
-		t.Skipf("iproute2 not found at %s", ltIPBin)
-	}
-}
-
-func ltHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func ltIP(t *testing.T, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, ltIPBin, args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
 // ltNetns creates a named namespace with lo up and returns a handle on it;
 // both are gone after the test.
 func ltNetns(t *testing.T) (string, netns.NsHandle) {
 	t.Helper()
-	name := "ntl-" + ltHex(t, 4)
-	ltIP(t, "netns", "add", name)
+	name := "ntl-" + nettest.RandHex(t, 4)
+	nettest.IP(t, "netns", "add", name)
 	t.Cleanup(func() {
-		if out, err := exec.Command(ltIPBin, "netns", "del", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(nettest.IPBin, "netns", "del", name).CombinedOutput(); err != nil {
 			t.Errorf("deleting netns %s: %v: %s", name, err, out)
 		}
 	})
-	ltIP(t, "-n", name, "link", "set", "lo", "up")
+	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
 	h, err := netns.GetFromName(name)
 	if err != nil {
 		t.Fatal(err)
@@ -89,15 +56,15 @@ func ltVethPair(t *testing.T) (nsA, nsB netns.NsHandle, addrA, addrB string) {
 	t.Helper()
 	a, ha := ltNetns(t)
 	b, hb := ltNetns(t)
-	x := ltHex(t, 1)
+	x := nettest.RandHex(t, 1)
 	n, _ := strconv.ParseUint(x, 16, 8)
 	n = 1 + n%254
 	addrA, addrB = fmt.Sprintf("10.251.%d.1", n), fmt.Sprintf("10.251.%d.2", n)
-	ltIP(t, "-n", a, "link", "add", "ntl-a", "type", "veth", "peer", "name", "ntl-b", "netns", b)
-	ltIP(t, "-n", a, "addr", "add", addrA+"/24", "dev", "ntl-a")
-	ltIP(t, "-n", b, "addr", "add", addrB+"/24", "dev", "ntl-b")
-	ltIP(t, "-n", a, "link", "set", "ntl-a", "up")
-	ltIP(t, "-n", b, "link", "set", "ntl-b", "up")
+	nettest.IP(t, "-n", a, "link", "add", "ntl-a", "type", "veth", "peer", "name", "ntl-b", "netns", b)
+	nettest.IP(t, "-n", a, "addr", "add", addrA+"/24", "dev", "ntl-a")
+	nettest.IP(t, "-n", b, "addr", "add", addrB+"/24", "dev", "ntl-b")
+	nettest.IP(t, "-n", a, "link", "set", "ntl-a", "up")
+	nettest.IP(t, "-n", b, "link", "set", "ntl-b", "up")
 	return ha, hb, addrA, addrB
 }
 
@@ -274,7 +241,7 @@ func bucketQuantile(q float64, h promHist) float64 {
 // B; the p99 Loki computes from the shipped samples agrees with the probe's
 // own p99 within 5%, and the Prometheus histogram counted every sample.
 func TestProbeLatencyReachesLoki(t *testing.T) {
-	ltRequireRoot(t)
+	nettest.RequireRoot(t)
 	t.Parallel()
 	nsA, nsB, _, addrB := ltVethPair(t)
 	port := ltServeIn(t, nsB, addrB)
@@ -301,8 +268,8 @@ func TestProbeLatencyReachesLoki(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := &ltSink{}
-	peer := "xavier-b-" + ltHex(t, 3)
-	untuned := "orin-c-" + ltHex(t, 3)
+	peer := "xavier-b-" + nettest.RandHex(t, 3)
+	untuned := "orin-c-" + nettest.RandHex(t, 3)
 	e := NewEmulator(Options{
 		Topics: []Topic{{Name: "planning", Size: 1024, Rate: 200}},
 		Sink:   Sinks{mine, prom, &LokiSink{Shipper: shipper, Vehicle: "av-test", Node: "xavier-a"}},

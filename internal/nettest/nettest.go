@@ -1,0 +1,88 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package nettest holds the helpers the kernel-facing tests share: skip
+// unless root with iproute2, random names, and running the real `ip`.
+package nettest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// IPBin is iproute2's ip.
+const IPBin = "/usr/sbin/ip"
+
+// RequireRoot skips the test unless it runs as root with iproute2 (network
+// namespaces, netlink writes).
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces, netlink writes)")
+	}
+	if _, err := os.Stat(IPBin); err != nil {
+		t.Skipf("iproute2 not found at %s", IPBin)
+	}
+}
+
+// RandHex returns n random bytes in hex (unique namespace and link names).
+func RandHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// RandInt returns a random int in [0, n).
+func RandInt(t testing.TB, n int) int {
+	t.Helper()
+	v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(v.Int64())
+}
+
+// IPTry runs the real `ip` with args and returns its trimmed output.
+func IPTry(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, IPBin, args...).CombinedOutput()
+	if err != nil {
+		return strings.TrimSpace(string(out)), fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// IP runs the real `ip` and fails the test on error.
+func IP(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := IPTry(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
