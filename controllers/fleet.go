@@ -102,6 +102,8 @@ type fleet struct {
 	hardwareLabel string
 	// nodes by vehicle, sorted by name.
 	vehicles map[string][]*corev1.Node
+	// vehicle by node name.
+	byNode map[string]string
 	// unlabelled nodes the selector matched but that name no vehicle.
 	unlabelled []string
 }
@@ -119,6 +121,7 @@ func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, err
 		vehicleLabel:  labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel),
 		hardwareLabel: labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel),
 		vehicles:      map[string][]*corev1.Node{},
+		byNode:        map[string]string{},
 	}
 	for i := range nodes {
 		n := &nodes[i]
@@ -131,6 +134,7 @@ func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, err
 			continue
 		}
 		f.vehicles[v] = append(f.vehicles[v], n)
+		f.byNode[n.Name] = v
 	}
 	for _, ns := range f.vehicles {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
@@ -139,16 +143,7 @@ func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, err
 }
 
 // vehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
-func (f *fleet) vehicleOf(node string) string {
-	for v, ns := range f.vehicles {
-		for _, n := range ns {
-			if n.Name == node {
-				return v
-			}
-		}
-	}
-	return ""
-}
+func (f *fleet) vehicleOf(node string) string { return f.byNode[node] }
 
 // observe summarizes each vehicle from its nodes' NodeNetTunings.
 func (f *fleet) observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning) []planner.Vehicle {
