@@ -48,13 +48,15 @@ func main() {
 }
 
 type common struct {
-	stateDir string
-	netnsArg string
-	verbose  bool
+	stateDir   string
+	sysctlRoot string
+	netnsArg   string
+	verbose    bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stateDir, "state-dir", "/var/lib/nettune", "directory holding the last-known-good state and the apply journal")
+	fs.StringVar(&c.sysctlRoot, "sysctl-root", kernel.DefaultSysctlRoot, "directory sysctls are read and written under; in a container whose /proc/sys is read-only, mount the host's /proc/sys/net writable at <dir>/net and pass <dir>")
 	fs.StringVar(&c.netnsArg, "netns", "", "named network namespace (ip netns) to tune instead of the agent's own")
 	fs.BoolVar(&c.verbose, "v", false, "verbose logs")
 }
@@ -84,6 +86,7 @@ func (c *common) engine(log logr.Logger) (*agent.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.SysctlRoot = c.sysctlRoot
 	st, err := state.Open(c.stateDir)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/nettune/nettune/node-agent/kernel"
 )
@@ -75,7 +76,13 @@ func (e *Engine) Repair(ctx context.Context) (int, error) {
 // apply to finish) is closed by the netlink library; the watcher then
 // subscribes again and re-checks the host instead of stopping for good.
 func (e *Engine) WatchDrift(ctx context.Context, resync, debounce time.Duration, onRepair func(int)) error {
-	ns := e.Host.Namespace()
+	// Only a foreign namespace is named: subscribing in one means setns,
+	// which needs CAP_SYS_ADMIN, and the agent's own namespace needs none.
+	var nsp *netns.NsHandle
+	if e.Host.Foreign() {
+		ns := e.Host.Namespace()
+		nsp = &ns
+	}
 	var (
 		routes chan netlink.RouteUpdate
 		links  chan netlink.LinkUpdate
@@ -86,10 +93,10 @@ func (e *Engine) WatchDrift(ctx context.Context, resync, debounce time.Duration,
 		routes = make(chan netlink.RouteUpdate, 64)
 		links = make(chan netlink.LinkUpdate, 64)
 		done = make(chan struct{})
-		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: nsp, ErrorCallback: errCb}); err != nil {
 			return fmt.Errorf("subscribing to route changes: %w", err)
 		}
-		if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &ns, ErrorCallback: errCb}); err != nil {
+		if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: nsp, ErrorCallback: errCb}); err != nil {
 			return fmt.Errorf("subscribing to link changes: %w", err)
 		}
 		return nil

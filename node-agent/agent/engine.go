@@ -137,8 +137,17 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 		routes = append(routes, rs)
 	}
 	for _, s := range target.Sysctls {
-		if _, err := e.Host.ReadSysctl(s.Name); err != nil {
+		cur, err := e.Host.ReadSysctl(s.Name)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("sysctl %s: %w", s.Name, err))
+			continue
+		}
+		// A value that must change must be writable: found now, nothing is
+		// touched; found halfway, the snapshot could not be restored either.
+		if cur != kernel.NormalizeSysctlValue(s.Value) {
+			if err := e.Host.CheckSysctlWritable(s.Name); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, i := range target.Interfaces {

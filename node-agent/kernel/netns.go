@@ -20,7 +20,15 @@ var socketTimeout = unix.NsecToTimeval((10 * time.Second).Nanoseconds())
 // netlink sockets opened in that namespace and a duplicate of the namespace
 // file descriptor; it is safe for concurrent use. Close releases it.
 type Handle struct {
-	ns netns.NsHandle // owned duplicate
+	// SysctlRoot is the directory sysctls are read and written under
+	// (default /proc/sys). In a container /proc/sys is mounted read-only;
+	// the agent's DaemonSet mounts the host's /proc/sys/net writable
+	// elsewhere (e.g. /host/proc/sys/net) and sets this to /host/proc/sys.
+	// Files under it still resolve against the opening thread's namespace.
+	SysctlRoot string
+
+	ns  netns.NsHandle // owned duplicate
+	own bool           // ns is the namespace the handle was created in: no setns needed
 
 	link  *netlink.Handle  // links (LinkByName, LinkSetMTU)
 	route *nl.SocketHandle // NETLINK_ROUTE, raw route messages
@@ -52,6 +60,10 @@ func NewHandleAt(ns netns.NsHandle) (*Handle, error) {
 		return nil, fmt.Errorf("duplicate network namespace handle: %w", err)
 	}
 	h := &Handle{ns: netns.NsHandle(fd)}
+	if cur, err := netns.Get(); err == nil {
+		h.own = cur.Equal(h.ns)
+		cur.Close()
+	}
 	if err := h.open(); err != nil {
 		h.Close()
 		return nil, err
@@ -61,7 +73,14 @@ func NewHandleAt(ns netns.NsHandle) (*Handle, error) {
 
 func (h *Handle) open() error {
 	var err error
-	if h.link, err = netlink.NewHandleAt(h.ns, unix.NETLINK_ROUTE); err != nil {
+	// In its own namespace the handle never calls setns, which needs
+	// CAP_SYS_ADMIN: the agent's DaemonSet has CAP_NET_ADMIN only.
+	if h.own {
+		h.link, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+	} else {
+		h.link, err = netlink.NewHandleAt(h.ns, unix.NETLINK_ROUTE)
+	}
+	if err != nil {
 		return fmt.Errorf("open rtnetlink handle: %w", err)
 	}
 	if err := h.link.SetSocketTimeout(10 * time.Second); err != nil {
@@ -115,6 +134,10 @@ func (h *Handle) Close() error {
 // handle: do not close it.
 func (h *Handle) Namespace() netns.NsHandle { return h.ns }
 
+// Foreign reports whether the handle's namespace is another one than the
+// process's own (reaching it takes setns, hence CAP_SYS_ADMIN).
+func (h *Handle) Foreign() bool { return !h.own }
+
 // Do runs fn on an OS thread inside the handle's network namespace; see
 // DoInNetns.
 func (h *Handle) Do(fn func() error) error { return DoInNetns(h.ns, fn) }
@@ -144,9 +167,18 @@ func DoInNetns(ns netns.NsHandle, fn func() error) error {
 			}
 			done <- res
 		}()
-		if err := netns.Set(ns); err != nil {
-			res.err = fmt.Errorf("enter network namespace %s: %w", ns, err)
-			return
+		// A thread already in ns stays where it is: setns, even to the
+		// same namespace, needs CAP_SYS_ADMIN.
+		if cur, err := netns.Get(); err != nil || !cur.Equal(ns) {
+			if err == nil {
+				cur.Close()
+			}
+			if err := netns.Set(ns); err != nil {
+				res.err = fmt.Errorf("enter network namespace %s: %w", ns, err)
+				return
+			}
+		} else {
+			cur.Close()
 		}
 		res.err = fn()
 	}()

@@ -13,6 +13,14 @@ import (
 // SysctlPath maps a dotted sysctl name (net.ipv4.tcp_rmem) to its file under
 // /proc/sys. Only letters, digits, '_' and '-' are accepted in a component.
 func SysctlPath(name string) (string, error) {
+	return sysctlPathUnder(DefaultSysctlRoot, name)
+}
+
+// DefaultSysctlRoot is where sysctls are read and written unless the handle's
+// SysctlRoot says otherwise.
+const DefaultSysctlRoot = "/proc/sys"
+
+func sysctlPathUnder(root, name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("empty sysctl name")
 	}
@@ -27,7 +35,7 @@ func SysctlPath(name string) (string, error) {
 			}
 		}
 	}
-	return "/proc/sys/" + strings.Join(parts, "/"), nil
+	return strings.TrimSuffix(root, "/") + "/" + strings.Join(parts, "/"), nil
 }
 
 // NormalizeSysctlValue collapses runs of white space (the kernel separates
@@ -35,11 +43,20 @@ func SysctlPath(name string) (string, error) {
 // value, so "4096\t131072\t6291456\n" becomes "4096 131072 6291456".
 func NormalizeSysctlValue(v string) string { return strings.Join(strings.Fields(v), " ") }
 
+// sysctlPath is SysctlPath under the handle's SysctlRoot.
+func (h *Handle) sysctlPath(name string) (string, error) {
+	root := h.SysctlRoot
+	if root == "" {
+		root = DefaultSysctlRoot
+	}
+	return sysctlPathUnder(root, name)
+}
+
 // ReadSysctl reads a sysctl as seen from the handle's namespace, normalized
 // (NormalizeSysctlValue). The file is opened on a thread inside the
 // namespace: /proc/sys/net resolves against the opening thread's namespace.
 func (h *Handle) ReadSysctl(name string) (string, error) {
-	path, err := SysctlPath(name)
+	path, err := h.sysctlPath(name)
 	if err != nil {
 		return "", err
 	}
@@ -55,6 +72,29 @@ func (h *Handle) ReadSysctl(name string) (string, error) {
 	return NormalizeSysctlValue(string(b)), nil
 }
 
+// CheckSysctlWritable opens a sysctl for writing, as seen from the handle's
+// namespace, and closes it without writing: it fails as a write would for a
+// read-only mount (/proc/sys in a container), a global sysctl that is
+// read-only in a non-initial namespace, or missing permission, and changes
+// nothing.
+func (h *Handle) CheckSysctlWritable(name string) error {
+	path, err := h.sysctlPath(name)
+	if err != nil {
+		return err
+	}
+	err = h.Do(func() error {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("sysctl %s is not writable: %w", name, err)
+	}
+	return nil
+}
+
 // WriteSysctl writes value to a sysctl in the handle's namespace and returns
 // the value read back, normalized. The kernel may store something else than
 // was written (clamped or reformatted): compare the result with
@@ -62,7 +102,7 @@ func (h *Handle) ReadSysctl(name string) (string, error) {
 // non-initial namespace (net.core.rmem_max, ...) fails with a permission
 // error.
 func (h *Handle) WriteSysctl(name, value string) (string, error) {
-	path, err := SysctlPath(name)
+	path, err := h.sysctlPath(name)
 	if err != nil {
 		return "", err
 	}
