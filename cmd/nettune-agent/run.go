@@ -39,6 +39,7 @@ type runOptions struct {
 	itemDelay   time.Duration
 
 	vehicle            string
+	vehicleLabel       string
 	lokiURL            string
 	lokiBufferDir      string
 	lokiBufferMaxBytes int64
@@ -79,6 +80,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
 	fs.DurationVar(&o.itemDelay, "test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
+	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
 	fs.StringVar(&o.lokiURL, "loki-url", "", "Loki base URL (e.g. http://loki:3100) to ship probe samples and apply events to; empty ships nothing")
 	fs.StringVar(&o.lokiBufferDir, "loki-buffer-dir", "", "directory buffering what Loki has not taken yet (default <state-dir>/loki-buffer)")
 	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
@@ -122,6 +124,10 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			defer close(done)
 			f()
 		}()
+	}
+
+	if o.vehicle == "" && o.vehicleLabel != "" {
+		o.vehicle = resolveVehicle(ctx, c.stateDir, o.node, o.vehicleLabel, 10*time.Second, log)
 	}
 
 	var shipper *lokipush.Shipper

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+// TestResolveVehicle reads the vehicle from the node's label on a real
+// kube-apiserver, remembers it, and falls back to the remembered value when
+// the API server is out of reach.
+func TestResolveVehicle(t *testing.T) {
+	cp, err := localcp.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	ctx := context.Background()
+	for name, labels := range map[string]map[string]string{
+		"av-007-xavier-a": {"nettune.io/vehicle": "av-007"},
+		"bare":            nil,
+	} {
+		if err := cp.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := testr.New(t)
+	state := t.TempDir()
+
+	t.Setenv("KUBECONFIG", cp.Kubeconfig)
+	if got := resolveVehicle(ctx, state, "av-007-xavier-a", "nettune.io/vehicle", 10*time.Second, log); got != "av-007" {
+		t.Fatalf("vehicle %q, want av-007", got)
+	}
+	if raw, err := os.ReadFile(filepath.Join(state, vehicleFile)); err != nil || string(raw) != "av-007\n" {
+		t.Fatalf("remembered %q, %v", raw, err)
+	}
+	if got := resolveVehicle(ctx, t.TempDir(), "bare", "nettune.io/vehicle", 10*time.Second, log); got != "" {
+		t.Fatalf("node without the label: vehicle %q, want none", got)
+	}
+
+	// Offline: a kubeconfig whose server refuses connections.
+	offline := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(offline, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", offline)
+	if got := resolveVehicle(ctx, state, "av-007-xavier-a", "nettune.io/vehicle", 2*time.Second, log); got != "av-007" {
+		t.Fatalf("offline with a remembered vehicle: %q, want av-007", got)
+	}
+	if got := resolveVehicle(ctx, t.TempDir(), "av-007-xavier-a", "nettune.io/vehicle", 2*time.Second, log); got != "" {
+		t.Fatalf("offline with nothing remembered: %q, want none", got)
+	}
+}
