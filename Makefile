@@ -13,6 +13,11 @@ KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
 LOKI           := $(BIN)/loki
+HELM           := $(BIN)/helm
+# The Prometheus Operator's ServiceMonitor CRD, so the API server can validate
+# the chart's ServiceMonitors (test/chart); taken from the Go module proxy.
+PROMETHEUS_OPERATOR_VERSION := v0.85.0
+SERVICEMONITOR_CRD := $(BIN)/crds/monitoring.coreos.com_servicemonitors.yaml
 
 ##@ General
 
@@ -50,6 +55,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=nettune-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	rm -rf charts/nettune/crds && mkdir -p charts/nettune/crds charts/nettune/files
+	cp config/crd/bases/*.yaml charts/nettune/crds/
+	cp config/rbac/role.yaml charts/nettune/files/controller-role.yaml
 
 .PHONY: verify
 verify: ## Regenerate everything and fail if the tree differs (generated files edited by hand or stale).
@@ -75,7 +83,7 @@ fmt: ## gofmt the tree.
 ##@ Tools (built from the Go module proxy, pinned in hack/tools/*/go.mod)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) ## Build controller-gen, kube-apiserver, etcd, kubectl and loki into bin/ (reused when present).
+tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) $(HELM) $(SERVICEMONITOR_CRD) ## Build controller-gen, kube-apiserver, etcd, kubectl, loki and helm into bin/ (reused when present).
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -93,6 +101,16 @@ $(KUBECTL): hack/tools/kube-apiserver/go.mod
 LOKI_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/grafana/loki/v3" { print $$3 }' hack/tools/loki/go.mod)
 $(LOKI): hack/tools/loki/go.mod
 	cd hack/tools/loki && $(GO) build -o $@ -ldflags "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=$(LOKI_VERSION)" github.com/grafana/loki/v3/cmd/loki
+
+# helm (about 3-4 min on 2 cores); the version comes from go.mod.
+HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
+$(HELM): hack/tools/helm/go.mod
+	cd hack/tools/helm && $(GO) build -o $@ -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm
+
+$(SERVICEMONITOR_CRD):
+	mkdir -p $(dir $@)
+	dir=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^.*"Dir": "\(.*\)",$$/\1/p'); \
+	cp "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" $@
 
 .PHONY: clean
 clean: ## Remove built binaries and local state.

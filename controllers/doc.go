@@ -3,11 +3,17 @@
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete,namespace=nettune-system
 // +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=nettune.io,resources=nodenettunings/status,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=nettune-system
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+//
+// ControllerRevisions and the leader election lease live in the controller's
+// own namespace: a Role there, not cluster-wide. The chart renders these
+// rules (config/rbac/role.yaml, copied to charts/nettune/files) with its
+// release namespace in place of nettune-system.
 package controllers
