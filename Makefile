@@ -32,8 +32,8 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 	$(BIN)/nettune-demo $(DEMO_ARGS)
 
 .PHONY: test
-test: deps tools verify vet build ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, then end to end.
-	$(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
+test: deps tools verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, then end to end.
+	NETTUNE_REQUIRE_TOOLS=1 $(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
 	$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-e2e
@@ -45,6 +45,12 @@ test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, con
 .PHONY: deps
 deps: ## Install the Debian packages the tests use, if missing (iproute2, iptables, ethtool, prometheus).
 	hack/deps.sh
+
+.PHONY: chart
+chart: $(HELM) ## helm lint and helm template of charts/nettune (the API server validates the result in test/chart).
+	$(HELM) lint --strict charts/nettune
+	$(HELM) template nettune charts/nettune --namespace nettune-system --include-crds > /dev/null
+	@echo "chart: helm lint and helm template clean"
 
 .PHONY: build
 build: ## Build the binaries into bin/.
