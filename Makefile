@@ -32,8 +32,8 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 	$(BIN)/nettune-demo $(DEMO_ARGS)
 
 .PHONY: test
-test: deps tools verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, then end to end.
-	NETTUNE_REQUIRE_TOOLS=1 $(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
+test: deps tools ansible verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, Ansible, then end to end.
+	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
 	$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-e2e
@@ -45,6 +45,10 @@ test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, con
 .PHONY: deps
 deps: ## Install the Debian packages the tests use, if missing (iproute2, iptables, ethtool, prometheus).
 	hack/deps.sh
+
+.PHONY: ansible
+ansible: ## bin/ansible-venv: ansible-core and ansible-lint from PyPI (ansible/requirements.txt), for ansible/ and test/ansible.
+	hack/ansible.sh
 
 .PHONY: chart
 chart: $(HELM) ## helm lint and helm template of charts/nettune (the API server validates the result in test/chart).
