@@ -88,6 +88,10 @@ type ProfileReconciler struct {
 	// LokiAddress and PrometheusAddress are used by analyses without an address.
 	LokiAddress       string
 	PrometheusAddress string
+	// EventLog, when set, also receives every rollout event as a JSON line
+	// (see RolloutEventLine), e.g. to ship them to Loki. It never changes a
+	// decision.
+	EventLog EventLog
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
 }
@@ -157,6 +161,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(p, nil, typ, e.Reason, "Rollout", "%s", e.Message)
+		logEvent(r.EventLog, p, e, r.Now())
 		if e.Reason == "RolledBack" {
 			rollbacksTotal.WithLabelValues(p.Name, rollbackReason(p)).Inc()
 		}

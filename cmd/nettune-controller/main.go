@@ -26,7 +26,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,10 +42,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/internal/scheme"
+	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
 func main() {
@@ -61,6 +67,12 @@ type Options struct {
 	LokiAddress       string
 	PrometheusAddress string
 	QueryTimeout      time.Duration
+	// LokiPushURL, when set, is where the rollout events are shipped as
+	// {job="nettune-controller", profile} lines, buffered on disk in
+	// LokiBufferDir (at most LokiBufferMaxBytes) while Loki is out of reach.
+	LokiPushURL        string
+	LokiBufferDir      string
+	LokiBufferMaxBytes int64
 }
 
 func (o *Options) register(fs *flag.FlagSet) {
@@ -76,6 +88,30 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
 	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
 	fs.DurationVar(&o.QueryTimeout, "query-timeout", 30*time.Second, "timeout of one analysis query")
+	fs.StringVar(&o.LokiPushURL, "loki-push-url", "", `Loki base URL (e.g. http://loki.monitoring:3100) to ship the rollout events to, as JSON lines in the stream {job="nettune-controller", profile}; empty ships nothing`)
+	fs.StringVar(&o.LokiBufferDir, "loki-buffer-dir", "", "directory buffering the events Loki has not taken yet (default "+defaultLokiBufferDir()+")")
+	fs.Int64Var(&o.LokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest events are dropped beyond it")
+}
+
+func defaultLokiBufferDir() string {
+	return filepath.Join(os.TempDir(), "nettune-controller-loki-buffer")
+}
+
+// newEventShipper is the Loki shipper of the rollout events, nil without
+// --loki-push-url.
+func newEventShipper(o Options, reg prometheus.Registerer, log logr.Logger) (*lokipush.Shipper, error) {
+	if o.LokiPushURL == "" {
+		return nil, nil
+	}
+	dir := o.LokiBufferDir
+	if dir == "" {
+		dir = defaultLokiBufferDir()
+	}
+	s, err := lokipush.New(lokipush.Options{URL: o.LokiPushURL, Dir: dir, MaxBytes: o.LokiBufferMaxBytes, Log: log, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("loki event shipper: %w", err)
+	}
+	return s, nil
 }
 
 func run(args []string) error {
@@ -128,6 +164,26 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
 	}
+	shipper, err := newEventShipper(o, metrics.Registry, ctrl.Log.WithName("loki"))
+	if err != nil {
+		return err
+	}
+	if shipper != nil {
+		// The shipper outlives the manager: the events of the last
+		// reconciles are pushed (or written to the buffer) after every
+		// controller has stopped.
+		shipCtx, cancelShip := context.WithCancel(context.Background())
+		shipped := make(chan struct{})
+		go func() {
+			defer close(shipped)
+			_ = shipper.Run(shipCtx)
+		}()
+		defer func() {
+			cancelShip()
+			<-shipped
+		}()
+		r.EventLog = shipper
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -146,8 +202,11 @@ type nsCheck struct {
 
 func (n nsCheck) Start(ctx context.Context) error {
 	err := n.c.Get(ctx, client.ObjectKey{Name: n.ns}, &corev1.Namespace{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		ctrl.Log.Error(err, "the revisions namespace does not exist; create it (kubectl create namespace "+n.ns+")", "namespace", n.ns)
+	case err != nil:
+		ctrl.Log.Error(err, "cannot check the revisions namespace", "namespace", n.ns)
 	}
 	return nil
 }

@@ -274,7 +274,9 @@ func (f *Fleet) env() []string {
 
 func (f *Fleet) startController() error {
 	args := []string{"--namespace", Namespace, "--loki-address", f.Loki.URL, "--prometheus-address", f.Prometheus.URL,
-		"--metrics-bind-address", f.ControllerMetrics, "--health-probe-bind-address", "0"}
+		"--metrics-bind-address", f.ControllerMetrics, "--health-probe-bind-address", "0",
+		// Rollout events to Loki as {job="nettune-controller", profile}.
+		"--loki-push-url", f.Loki.URL, "--loki-buffer-dir", filepath.Join(f.Dir, "controller", "loki-buffer")}
 	p, err := startProc(f.bin("nettune-controller"), args, f.env(), filepath.Join(f.Dir, "logs", "controller.log"))
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)

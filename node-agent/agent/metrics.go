@@ -15,8 +15,16 @@ type Metrics struct {
 	ApplyDuration prometheus.Histogram
 }
 
+// ApplyResults are the values of nettune_agent_applies_total's result label.
+var ApplyResults = []string{"committed", "refused", "rolled_back", "error"}
+
 // NewMetrics creates the metrics and registers them, with a collector that
-// reports sock_diag TCP info for the destinations of the committed spec.
+// reports, from the committed (last-known-good) spec at scrape time, the
+// revision of every profile in force and sock_diag TCP info for its
+// destinations.
+//
+// Every result of nettune_agent_applies_total starts at 0, so that the first
+// apply of each kind shows in increase() and rate().
 func NewMetrics(reg prometheus.Registerer, node string, engine *Engine) *Metrics {
 	labels := prometheus.Labels{"node": node}
 	m := &Metrics{
@@ -34,7 +42,10 @@ func NewMetrics(reg prometheus.Registerer, node string, engine *Engine) *Metrics
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 	}
-	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, &tcpInfoCollector{node: node, engine: engine})
+	for _, r := range ApplyResults {
+		m.Applies.WithLabelValues(r)
+	}
+	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, &specCollector{node: node, engine: engine})
 	return m
 }
 
@@ -57,6 +68,9 @@ func (m *Metrics) observe(o Outcome, err error) {
 }
 
 var (
+	descRevision = prometheus.NewDesc("nettune_agent_revision_info",
+		"1 for every profile revision in force on the host (the committed, last-known-good spec); node_revision is the NodeNetTuning's own revision.",
+		[]string{"node", "profile", "revision", "node_revision"}, nil)
 	descRTT     = prometheus.NewDesc("nettune_tcp_rtt_seconds", "Smoothed RTT of the established connection to a tuned destination (max over sockets).", []string{"node", "destination"}, nil)
 	descRTO     = prometheus.NewDesc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets).", []string{"node", "destination"}, nil)
 	descCwnd    = prometheus.NewDesc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets).", []string{"node", "destination"}, nil)
@@ -64,24 +78,39 @@ var (
 	descSockets = prometheus.NewDesc("nettune_tcp_sockets", "TCP sockets to the destination.", []string{"node", "destination"}, nil)
 )
 
-// tcpInfoCollector reads sock_diag at scrape time, so idle costs nothing.
-type tcpInfoCollector struct {
+// specCollector reads the committed spec and sock_diag at scrape time, so
+// idle costs nothing.
+type specCollector struct {
 	node   string
 	engine *Engine
 }
 
-func (c *tcpInfoCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRTT, descRTO, descCwnd, descRetrans, descSockets} {
+func (c *specCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRevision, descRTT, descRTO, descCwnd, descRetrans, descSockets} {
 		ch <- d
 	}
 }
 
-func (c *tcpInfoCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *specCollector) Collect(ch chan<- prometheus.Metric) {
 	spec, err := c.engine.CommittedSpec()
 	if err != nil {
 		return
 	}
+	collectRevisionInfo(ch, c.node, spec)
 	collectTCPInfo(ch, c.node, c.engine.Host, spec)
+}
+
+// collectRevisionInfo reports nettune_agent_revision_info for every profile
+// of spec (nothing before the first commit).
+func collectRevisionInfo(ch chan<- prometheus.Metric, node string, spec v1alpha1.NodeNetTuningSpec) {
+	seen := map[string]bool{}
+	for _, p := range spec.Profiles {
+		if p.Name == "" || seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		ch <- prometheus.MustNewConstMetric(descRevision, prometheus.GaugeValue, 1, node, p.Name, p.Revision, spec.Revision)
+	}
 }
 
 func collectTCPInfo(ch chan<- prometheus.Metric, node string, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) {

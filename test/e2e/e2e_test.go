@@ -48,7 +48,8 @@ const profile = "xavier-lan"
 
 var (
 	f       *fleet.Fleet
-	samples string // config/samples/demo
+	samples string    // config/samples/demo
+	fleetUp time.Time // the dashboards' time range starts here
 )
 
 func TestMain(m *testing.M) {
@@ -77,6 +78,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fmt.Printf("e2e: fleet up in %s\n", time.Since(began).Round(time.Millisecond))
+	fleetUp = time.Now()
 	// Interrupted: take the fleet down before dying.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -473,6 +475,18 @@ func TestE2E(t *testing.T) {
 		})
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
 		assertRoutes(t, "cwnd lock 40", nil)
+	})
+
+	t.Run("a revision whose post-apply probe fails is reverted by the agents and rolled back", func(t *testing.T) {
+		testRevert(t)
+	})
+
+	t.Run("drift on a host is repaired by its agent", func(t *testing.T) {
+		testDrift(t)
+	})
+
+	t.Run("every dashboard query returns data", func(t *testing.T) {
+		testDashboards(t, r2)
 	})
 }
 
