@@ -56,6 +56,10 @@ chart: $(HELM) ## helm lint and helm template of charts/nettune (the API server 
 	$(HELM) template nettune charts/nettune --namespace nettune-system --include-crds > /dev/null
 	@echo "chart: helm lint and helm template clean"
 
+.PHONY: dashboards
+dashboards: ## Regenerate the Grafana dashboards (charts/nettune/dashboards) from hack/dashboards.
+	$(GO) run ./hack/dashboards/gen
+
 .PHONY: build
 build: ## Build the binaries into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
