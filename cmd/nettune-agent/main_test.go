@@ -41,15 +41,7 @@ import (
 
 func newNS(t *testing.T) string {
 	t.Helper()
-	name := "nta-" + nettest.RandHex(t, 4)
-	nettest.IP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if _, err := nettest.IPTry("netns", "del", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
-	return name
+	return nettest.NewNetns(t, "nta")
 }
 
 // pair is two namespaces joined by a veth: devA (addrA) in A, devB (addrB)

@@ -86,3 +86,18 @@ func IP(t testing.TB, args ...string) string {
 	}
 	return out
 }
+
+// NewNetns creates the named network namespace prefix-<random> with lo up
+// and deletes it when the test ends; it returns the name.
+func NewNetns(t testing.TB, prefix string) string {
+	t.Helper()
+	name := prefix + "-" + RandHex(t, 4)
+	IP(t, "netns", "add", name)
+	t.Cleanup(func() {
+		if _, err := IPTry("netns", "del", name); err != nil {
+			t.Errorf("deleting netns %s: %v", name, err)
+		}
+	})
+	IP(t, "-n", name, "link", "set", "lo", "up")
+	return name
+}

@@ -49,14 +49,7 @@ type testNS struct {
 func newNS(t *testing.T) *testNS {
 	t.Helper()
 	nettest.RequireRoot(t)
-	name := "nta-" + nettest.RandHex(t, 4)
-	nettest.IP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if _, err := nettest.IPTry("netns", "del", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
+	name := nettest.NewNetns(t, "nta")
 	ns, err := netns.GetFromName(name)
 	if err != nil {
 		t.Fatalf("open netns %s: %v", name, err)

@@ -62,15 +62,7 @@ const (
 // cleanup.
 func rtNewNetns(t *testing.T) string {
 	t.Helper()
-	name := "nar-" + nettest.RandHex(t, 4)
-	nettest.IP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if _, err := nettest.IPTry("netns", "del", name); err != nil {
-			t.Errorf("deleting netns %s: %v", name, err)
-		}
-	})
-	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
-	return name
+	return nettest.NewNetns(t, "nar")
 }
 
 // rtHost is the agent's host (namespace A) and its peer (namespace B).

@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,14 +33,7 @@ import (
 // both are gone after the test.
 func ltNetns(t *testing.T) (string, netns.NsHandle) {
 	t.Helper()
-	name := "ntl-" + nettest.RandHex(t, 4)
-	nettest.IP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command(nettest.IPBin, "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("deleting netns %s: %v: %s", name, err, out)
-		}
-	})
-	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
+	name := nettest.NewNetns(t, "ntl")
 	h, err := netns.GetFromName(name)
 	if err != nil {
 		t.Fatal(err)

@@ -198,31 +198,41 @@ func TestStandalonePlayIdempotent(t *testing.T) {
 		t.FailNow()
 	}
 
-	t.Run("a state the agent refuses fails the play", func(t *testing.T) {
-		bad := filepath.Join(dir, "bad.yaml")
-		writeFile(t, bad, p.nodeState("avtest-bad", "nosuchdev0", 20, 0))
+	// failingPlay runs the play with a state the agent must not keep: the
+	// play fails with the agent's messages, and neither the routes nor the
+	// node state in force change.
+	failingPlay := func(t *testing.T, label, file string, wantMsgs ...string) {
+		t.Helper()
 		before := routes()
-		badVars := map[string]any{}
+		failVars := map[string]any{}
 		for k, v := range vars {
-			badVars[k] = v
+			failVars[k] = v
 		}
-		badVars["nettune_node_state"] = bad
-		r, s := play(t, badVars)
-		counts = append(counts, fmt.Sprintf("bad device: changed=%d failed=%d", s.Changed, s.Failures))
+		failVars["nettune_node_state"] = file
+		r, s := play(t, failVars)
+		counts = append(counts, fmt.Sprintf("%s: changed=%d failed=%d", label, s.Changed, s.Failures))
 		if r.exitErr == nil || s.Failures == 0 {
 			t.Fatalf("want the play to fail; got failed=%d exit %v", s.Failures, r.exitErr)
 		}
 		msgs := strings.Join(r.failureMessages(), "\n")
-		if !strings.Contains(msgs, "device nosuchdev0 does not exist") {
-			t.Errorf("failure does not carry the agent's message: %s", msgs)
+		for _, want := range wantMsgs {
+			if !strings.Contains(msgs, want) {
+				t.Errorf("failure does not carry the agent's message %q: %s", want, msgs)
+			}
 		}
 		if after := routes(); after != before {
-			t.Errorf("routes changed by a refused state:\nbefore:\n%s\nafter:\n%s", before, after)
+			t.Errorf("routes changed (%s):\nbefore:\n%s\nafter:\n%s", label, before, after)
 		}
 		kept, err := os.ReadFile(vars["nettune_node_state_dest"].(string))
 		if err != nil || !strings.Contains(string(kept), "avtest-1") {
-			t.Errorf("the refused state replaced the one in force: %q, %v", kept, err)
+			t.Errorf("the %s state replaced the one in force: %q, %v", label, kept, err)
 		}
+	}
+
+	t.Run("a state the agent refuses fails the play", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.yaml")
+		writeFile(t, bad, p.nodeState("avtest-bad", "nosuchdev0", 20, 0))
+		failingPlay(t, "bad device", bad, "device nosuchdev0 does not exist")
 	})
 
 	t.Run("an apply the agent rolls back fails the play", func(t *testing.T) {
@@ -231,28 +241,7 @@ func TestStandalonePlayIdempotent(t *testing.T) {
 		// agent reverts to the last-known-good state (initcwnd 25).
 		rb := filepath.Join(dir, "rollback.yaml")
 		writeFile(t, rb, p.nodeState("avtest-2", p.devA, 20, 9))
-		before := routes()
-		rbVars := map[string]any{}
-		for k, v := range vars {
-			rbVars[k] = v
-		}
-		rbVars["nettune_node_state"] = rb
-		r, s := play(t, rbVars)
-		counts = append(counts, fmt.Sprintf("rolled back: changed=%d failed=%d", s.Changed, s.Failures))
-		if r.exitErr == nil || s.Failures == 0 {
-			t.Fatalf("want the play to fail; got failed=%d exit %v", s.Failures, r.exitErr)
-		}
-		msgs := strings.Join(r.failureMessages(), "\n")
-		if !strings.Contains(msgs, "rolled back") || !strings.Contains(msgs, "unreachable") {
-			t.Errorf("failure does not carry the agent's rollback message: %s", msgs)
-		}
-		if after := routes(); after != before {
-			t.Errorf("routes changed by a rolled-back apply:\nbefore:\n%s\nafter:\n%s", before, after)
-		}
-		kept, err := os.ReadFile(vars["nettune_node_state_dest"].(string))
-		if err != nil || !strings.Contains(string(kept), "avtest-1") {
-			t.Errorf("the rolled-back state replaced the one in force: %q, %v", kept, err)
-		}
+		failingPlay(t, "rolled back", rb, "rolled back", "unreachable")
 	})
 
 	t.Logf("recap counts:\n  %s", strings.Join(counts, "\n  "))

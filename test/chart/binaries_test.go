@@ -105,19 +105,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func newNetns(t *testing.T) string {
-	t.Helper()
-	name := "ntc-" + nettest.RandHex(t, 4)
-	nettest.IP(t, "netns", "add", name)
-	t.Cleanup(func() {
-		if _, err := nettest.IPTry("netns", "del", name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	nettest.IP(t, "-n", name, "link", "set", "lo", "up")
-	return name
-}
-
 // TestBinariesWithChartIdentities runs the real controller and agent with
 // exactly the chart's permissions: the controller as its service account
 // (its generated ClusterRole, and the Role in the release namespace for
@@ -178,7 +165,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 	t.Logf("controller as %s rendered %v; leader %s", controllerIdentity().UserName, revisions, *lease.Spec.HolderIdentity)
 
 	// Agent A, token bound to A, tunes its namespace and reports.
-	nsA, nsB := newNetns(t), newNetns(t)
+	nsA, nsB := nettest.NewNetns(t, "ntc"), nettest.NewNetns(t, "ntc")
 	stateA := t.TempDir()
 	agentLog := start(t, kubeconfigAs(t, cp, agentIdentity(nodeA)), "nettune-agent", "run", "--node", nodeA, "--netns", nsA,
 		"--state-dir", stateA, "--vehicle-from-node-label", v1alpha1.DefaultVehicleLabel,
