@@ -291,9 +291,15 @@ func TestRenderedShape(t *testing.T) {
 	if find(def, "ValidatingAdmissionPolicy", "") == nil {
 		t.Error("node isolation policy not rendered by default")
 	}
+	if find(def, "PodDisruptionBudget", release+"-controller") == nil {
+		t.Error("no PodDisruptionBudget for the 2 controller replicas")
+	}
 	min := render(t, valueSets["minimal"]...)
 	if find(min, "ValidatingAdmissionPolicy", "") != nil || find(min, "ConfigMap", "") != nil {
 		t.Error("minimal values still render the policy or dashboards")
+	}
+	if find(min, "PodDisruptionBudget", "") != nil {
+		t.Error("a PodDisruptionBudget for a single controller replica would block node drains")
 	}
 }
 
