@@ -18,13 +18,6 @@ package dashboards
 
 import "fmt"
 
-// withVehicle joins the vehicle label onto an agent metric, which carries
-// only node: every agent's probe metrics carry both (constant labels vehicle
-// and node), so they map node -> vehicle.
-func withVehicle(expr, vehicleMatcher string) string {
-	return fmt.Sprintf(`%s * on (node) group_left (vehicle) group by (node, vehicle) (nettune_probe_messages_total{%s})`, expr, vehicleMatcher)
-}
-
 // quantiles are the latency percentiles shown side by side.
 var quantiles = []struct {
 	q     string
@@ -61,7 +54,7 @@ func RolloutHealth() *Dashboard {
 		promVar("profile", "Profile", `label_values(nettune_rollout_phase, profile)`, "The NetTuningProfile."),
 		promVar("revision", "Canary revision", `label_values(nettune_agent_revision_info{profile="$profile"}, revision)`,
 			"The revision compared (the canary); the baseline is every other revision of the profile."),
-		multi(promVar("vehicle", "Vehicle", `label_values(nettune_probe_messages_total{profile="$profile"}, vehicle)`,
+		multi(promVar("vehicle", "Vehicle", `label_values(nettune_agent_revision_info{profile="$profile"}, vehicle)`,
 			"Vehicles whose latency and events are shown."), ".+"),
 	)
 	b.annotate(
@@ -83,7 +76,7 @@ func RolloutHealth() *Dashboard {
 	b.add(stat("Rollbacks", "Rollbacks of the profile since the controller started, by reason.", "none", "value_and_name",
 		promInstant(`max by (reason) (nettune_rollbacks_total{profile="$profile"})`, "{{reason}}")), 4, 4)
 	b.add(stat("Agent reverts", "Applies the agents of the selected vehicles undone on the host in the time range (failed verify or post-apply probe).", "none", "value",
-		promInstant(`sum(`+withVehicle(`increase(nettune_agent_reverts_total[$__range])`, `vehicle=~"$vehicle"`)+`)`, "reverts")), 4, 4)
+		promInstant(`sum(increase(nettune_agent_reverts_total{vehicle=~"$vehicle"}[$__range]))`, "reverts")), 4, 4)
 
 	b.add(stateTimeline("Phase", "The rollout phase over time.",
 		promRange(`max by (phase) (nettune_rollout_phase{profile="$profile"})`, "{{phase}}")), 12, 6)
@@ -92,11 +85,11 @@ func RolloutHealth() *Dashboard {
 
 	b.row("Revisions and vehicles")
 	b.add(timeseries("Vehicles per revision", "Vehicles with at least one host on each revision of the profile, from the agents' committed (last-known-good) state: the revision timeline.", "none", stacked,
-		promRange(`count by (revision) (group by (vehicle, revision) (`+withVehicle(`nettune_agent_revision_info{profile="$profile"}`, `vehicle=~".+"`)+`))`, "{{revision}}")), 12, 8)
+		promRange(`count by (revision) (group by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~".+"}))`, "{{revision}}")), 12, 8)
 	b.add(timeseries("Vehicles by state", "The controller's count of the profile's vehicles by state (total, updated, verified, unreachable, failed).", "none", steps,
 		promRange(`max by (state) (nettune_rollout_vehicles{profile="$profile"})`, "{{state}}")), 12, 8)
 	b.add(table("Hosts per revision", "Hosts of the selected vehicles on each revision now.", "none",
-		promTable(`count by (vehicle, revision) (`+withVehicle(`nettune_agent_revision_info{profile="$profile"}`, `vehicle=~"$vehicle"`)+`)`)), 8, 8)
+		promTable(`count by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~"$vehicle"})`)), 8, 8)
 	b.add(logs("Revision timeline", "The controller's rollout events: revisions started, steps, promotions, completions and rollbacks.",
 		lokiLogs(rolloutEvents+` | event=~"RolloutStarted|RolloutRestarted|StepAdvanced|Promoted|RolloutComplete|RolledBack"`+
 			` | line_format "{{.event}} {{.revision}} (stable {{.stable}}, step {{.step}}): {{.message}}"`)), 16, 8)
@@ -150,8 +143,8 @@ func Vehicle() *Dashboard {
 	b := newDashboard("nettune-vehicle", "nettune / Vehicle",
 		"One vehicle's hosts: the revision each has in force, applies, reverts and drift repairs, TCP state of the connections to every tuned destination "+
 			"(sock_diag), and the probe's message latency per host pair.",
-		promVar("vehicle", "Vehicle", `label_values(nettune_probe_messages_total, vehicle)`, "The vehicle."),
-		multi(promVar("node", "Host", `label_values(nettune_probe_messages_total{vehicle="$vehicle"}, node)`, "Hosts (nodes) of the vehicle."), ""),
+		promVar("vehicle", "Vehicle", `label_values(nettune_agent_applies_total, vehicle)`, "The vehicle."),
+		multi(promVar("node", "Host", `label_values(nettune_agent_applies_total{vehicle="$vehicle"}, node)`, "Hosts (nodes) of the vehicle."), ""),
 	)
 	hostEvents := `{job="nettune-agent", vehicle="$vehicle", node=~"$node"} | json`
 	b.annotate(
