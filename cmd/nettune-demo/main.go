@@ -305,8 +305,8 @@ func (d *demo) summary() {
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> whole fleet verified:   %s\n", since(d.applied, d.fleetVerified))
 	fmt.Fprintf(d.out, "    kubectl apply (bad) -> rolled back:           %s\n", since(d.badApplied, d.rolledBack))
 	fmt.Fprintf(d.out, "    kubeconfig:  %s\n", d.f.CP.Kubeconfig)
-	fmt.Fprintf(d.out, "    Loki:        %s   (probe samples {job=\"nettune-probe\"}, agent events {job=\"nettune-agent\"})\n", d.f.Loki.URL)
+	fmt.Fprintf(d.out, "    Loki:        %s   (probe samples {job=\"nettune-probe\"}, agent events {job=\"nettune-agent\"}, rollout events {job=\"nettune-controller\"})\n", d.f.Loki.URL)
 	fmt.Fprintf(d.out, "    Prometheus:  %s   (nettune_probe_latency_seconds, nettune_rollout_*, nettune_analysis_*)\n", d.f.Prometheus.URL)
 	fmt.Fprintf(d.out, "    logs:        %s\n", filepath.Join(d.f.Dir, "logs"))
-	fmt.Fprintln(d.out, "    Point a Grafana at Loki and Prometheus above to see the dashboards.")
+	fmt.Fprintln(d.out, "    dashboards:  import charts/nettune/dashboards/*.json into a Grafana with Loki and Prometheus above as datasources (docs/dashboards.md)")
 }
