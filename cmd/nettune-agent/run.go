@@ -94,6 +94,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if o.node == "" {
 		return errors.New("--node is required")
 	}
+	if o.heartbeat <= 0 || o.resync <= 0 {
+		return fmt.Errorf("--heartbeat (%s) and --resync (%s) must be above 0", o.heartbeat, o.resync)
+	}
 	log := c.logger(out).WithValues("node", o.node)
 	ctrl.SetLogger(log)
 	e, err := c.engine(log)

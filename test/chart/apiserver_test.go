@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -261,7 +262,11 @@ func outcome(err error) string {
 	switch {
 	case err == nil:
 		return allowed
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+	// Refused by one of the policy's validations, with its own message;
+	// an expression that fails to evaluate also denies (failurePolicy
+	// Fail) but says "resulted in error" and is a defect of the policy.
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") &&
+		strings.Contains(err.Error(), "denied request: nettune-agent") && !strings.Contains(err.Error(), "resulted in error"):
 		return byPolicy
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), " cannot "):
 		return byRBAC
@@ -434,6 +439,62 @@ func TestChartOnAPIServer(t *testing.T) {
 	}
 	if o := get(admin, nodeA); o.Spec.Revision != "r1" {
 		t.Errorf("A's spec changed to %q", o.Spec.Revision)
+	}
+
+	// With RBAC widened by mistake (a cluster admin's extra binding), the
+	// policy still holds the agent to its own status: every other write to
+	// NodeNetTunings is refused by the policy itself.
+	wide := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "too-wide"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodenettunings", "nodenettunings/status", "nettuningprofiles"},
+		Verbs: []string{"create", "update", "patch", "delete"}}}}
+	wideBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "too-wide"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wide.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: release + "-agent", Namespace: namespace}}}
+	for _, o := range []client.Object{wide, wideBinding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() error {
+		o := get(admin, nodeA)
+		o.Spec.Revision = "evil"
+		if got := outcome(agentA.Update(ctx, o, client.DryRunAll)); got != byPolicy {
+			return fmt.Errorf("agent A updating its own spec with RBAC widened: %s", got)
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		name string
+		do   func() error
+	}{
+		{"A: update own spec", func() error { o := get(admin, nodeA); o.Spec.Revision = "evil"; return agentA.Update(ctx, o) }},
+		{"A: create a NodeNetTuning", func() error { return agentA.Create(ctx, nnt("av-400-xavier-a", "r1")) }},
+		{"A: delete own NodeNetTuning", func() error { return agentA.Delete(ctx, nnt(nodeA, "")) }},
+		{"A: update a profile", func() error {
+			p := &v1alpha1.NetTuningProfile{}
+			if err := admin.Get(ctx, client.ObjectKey{Name: profile.Name}, p); err != nil {
+				return err
+			}
+			p.Spec.Priority = 99
+			return agentA.Update(ctx, p)
+		}},
+		{"A: update own status", func() error { return statusUpdate(agentA, nodeA, "r1") }},
+	} {
+		got := outcome(c.do())
+		want := byPolicy
+		if c.name == "A: update own status" {
+			want = allowed
+		}
+		if got != want {
+			t.Errorf("RBAC widened: %-36s %s, want %s", c.name, got, want)
+		} else {
+			t.Logf("RBAC widened: %-36s %s", c.name, got)
+		}
+	}
+	for _, o := range []client.Object{wideBinding, wide} {
+		if err := admin.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// The policy is what stops A: without its binding, the same write of

@@ -87,7 +87,8 @@ var valueSets = map[string][]string{
 		"--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
 		"--set", "grafana.datasource.enabled=true",
 		"--set", "agent.nodeSelector.nettune\\.io/hardware=xavier",
-		"--set", "controller.extraArgs={-v}",
+		"--set", "controller.extraArgs={--zap-log-level=debug}",
+		"--set", "agent.extraArgs={-v}",
 		"--set", "imagePullSecrets={regcred}",
 		"--set", "image.tag=0.1.0-rc1",
 	},
@@ -242,7 +243,10 @@ func TestRenderedShape(t *testing.T) {
 		t.Errorf("agent capabilities %v, want drop ALL add NET_ADMIN only", caps)
 	}
 	aargs := strings.Join(stringSlice(actr["args"]), " ")
-	for _, want := range []string{"run", "--node=$(NODE_NAME)", "--sysctl-root=/host/proc/sys", "--state-dir=/var/lib/nettune", "--vehicle-from-node-label=nettune.io/vehicle", "--loki-url=http://loki.monitoring:3100", "--probe-topic=planning:16384:20"} {
+	if a := stringSlice(actr["args"]); len(a) == 0 || a[0] != "run" {
+		t.Errorf("agent args %q do not start with the run command", a)
+	}
+	for _, want := range []string{"--node=$(NODE_NAME)", "--sysctl-root=/host/proc/sys", "--state-dir=/var/lib/nettune", "--vehicle-from-node-label=nettune.io/vehicle", "--loki-url=http://loki.monitoring:3100", "--probe-topic=planning:16384:20"} {
 		if !strings.Contains(aargs, want) {
 			t.Errorf("agent args %q lack %s", aargs, want)
 		}
@@ -322,6 +326,11 @@ func TestValuesSchemaRejects(t *testing.T) {
 		{[]string{"agent.updateStrategy.type=Recreate"}, "at '/agent/updateStrategy/type'"},
 		{[]string{"metrics.serviceMonitor.enabled=yes"}, "at '/metrics/serviceMonitor/enabled'"},
 		{[]string{"agent.lokiBufferMaxBytes=1024"}, "at '/agent/lokiBufferMaxBytes': minimum"},
+		{[]string{"agent.resync=0s"}, "at '/agent/resync'"},
+		{[]string{"agent.heartbeat=0ms"}, "at '/agent/heartbeat'"},
+		{[]string{"agent.probeTopics={planning:4096:0}"}, "at '/agent/probeTopics/0'"},
+		{[]string{"agent.probeTopics={" + strings.Repeat("x", 64) + ":1:1}"}, "at '/agent/probeTopics/0'"},
+		{[]string{"agent.probeTopics={planning:999999999:1}"}, "at '/agent/probeTopics/0'"},
 	} {
 		t.Run(strings.Join(c.set, ","), func(t *testing.T) {
 			args := []string{"template", release, chartDir(t), "--namespace", namespace}
@@ -368,4 +377,42 @@ func filter(objs []*unstructured.Unstructured, kind string) []*unstructured.Unst
 		}
 	}
 	return out
+}
+
+// TestRenderedArgsParse hands the rendered arguments of the controller and
+// the agent to the real binaries' flag parsing (with -h, so nothing runs):
+// a flag the binary does not know, or a value it refuses, would crash-loop
+// every pod.
+func TestRenderedArgsParse(t *testing.T) {
+	for name, set := range valueSets {
+		objs := render(t, set...)
+		for _, w := range []struct{ kind, name, bin string }{
+			{"Deployment", release + "-controller", "nettune-controller"},
+			{"DaemonSet", release + "-agent", "nettune-agent"},
+		} {
+			o := find(objs, w.kind, w.name)
+			if o == nil {
+				t.Fatalf("values %q: no %s %s", name, w.kind, w.name)
+			}
+			args := stringSlice(container(t, o)["args"])
+			bin := filepath.Join(root(t), "bin", w.bin)
+			if _, err := os.Stat(bin); err != nil {
+				t.Fatalf("%v: run 'make build'", err)
+			}
+			out, _ := exec.Command(bin, append(args, "-h")...).CombinedOutput()
+			if !strings.Contains(string(out), "Usage of") {
+				t.Fatalf("values %q: %s %q -h printed no usage:\n%s", name, w.bin, args, out)
+			}
+			for _, bad := range []string{"flag provided but not defined", "invalid value", "unknown command"} {
+				if strings.Contains(string(out), bad) {
+					t.Errorf("values %q: %s refuses its rendered arguments %q: %s", name, w.bin, args, firstLine(string(out), bad))
+				}
+			}
+		}
+	}
+	// The check itself: an argument the controller does not know is caught.
+	out, _ := exec.Command(filepath.Join(root(t), "bin", "nettune-controller"), "-v", "-h").CombinedOutput()
+	if !strings.Contains(string(out), "flag provided but not defined") {
+		t.Fatalf("an unknown flag went unnoticed: %s", out)
+	}
 }
