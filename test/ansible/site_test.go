@@ -19,7 +19,7 @@ import (
 
 // siteHost is one compute unit of the test vehicle.
 type siteHost struct {
-	name, host, hardware, addr string
+	name, host, hardware, addr, mgmt string // addr: vehicle LAN; mgmt: what the server reaches (ansible_host)
 }
 
 // TestSitePlay runs site.yml for a vehicle of two compute units, each a
@@ -60,8 +60,8 @@ func TestSitePlay(t *testing.T) {
 	}
 
 	hosts := []siteHost{
-		{"av-901-xavier-a", "xavier-a", "xavier", "192.168.77.11"},
-		{"av-901-orin-a", "orin-a", "orin", "192.168.77.12"},
+		{"av-901-xavier-a", "xavier-a", "xavier", "192.168.77.11", "10.20.9.11"},
+		{"av-901-orin-a", "orin-a", "orin", "192.168.77.12", "10.20.9.12"},
 	}
 	// The Nodes as a k3s agent registers them (before this project's labels
 	// are right: xavier-a carries a stale host label).
@@ -123,11 +123,12 @@ func TestSitePlay(t *testing.T) {
 `, tl.python, fakeInstall, agent, kubectl, cp.Kubeconfig, dir)
 	for _, h := range hosts {
 		fmt.Fprintf(&inv, `            %s:
+              ansible_host: %s
               nettune_host: %s
               nettune_hardware: %s
               nettune_lan_address: %s
               nettune_lan_device: eth0
-`, h.name, h.host, h.hardware, h.addr)
+`, h.name, h.mgmt, h.host, h.hardware, h.addr)
 	}
 	inventory := filepath.Join(dir, "inventory.yml")
 	writeFile(t, inventory, inv.String())
@@ -245,7 +246,7 @@ func checkHostFiles(t *testing.T, dir string, h siteHost, agent, token string) {
 		"server":    "https://k3s.fleet.invalid:6443",
 		"token":     token,
 		"node-name": h.name,
-		"node-ip":   h.addr,
+		"node-ip":   h.mgmt,
 		"node-label": []any{
 			"nettune.io/vehicle=av-901",
 			"nettune.io/host=" + h.host,

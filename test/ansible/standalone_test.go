@@ -136,6 +136,20 @@ func TestStandalonePlayIdempotent(t *testing.T) {
 		t.Fatalf("route to %s is tuned before the play: %q", p.addrB, before)
 	}
 
+	t.Run("check mode on a fresh host previews the state given and changes nothing", func(t *testing.T) {
+		before := route()
+		r, s := play(t, vars, "--check")
+		if r.exitErr != nil || s.Failures != 0 || s.Changed < 1 {
+			t.Fatalf("--check: want changed >= 1 (would apply), failed 0; got changed=%d failed=%d exit %v", s.Changed, s.Failures, r.exitErr)
+		}
+		if got := route(); got != before {
+			t.Fatalf("--check changed the route: %q -> %q", before, got)
+		}
+		if _, err := os.Stat(vars["nettune_node_state_dest"].(string)); !os.IsNotExist(err) {
+			t.Fatalf("--check put a node state in force: %v", err)
+		}
+	})
+
 	if !t.Run("first run tunes the route", func(t *testing.T) {
 		r, s := play(t, vars)
 		counts = append(counts, fmt.Sprintf("run 1: changed=%d failed=%d (%s)", s.Changed, s.Failures, r.duration.Round(1e6)))
