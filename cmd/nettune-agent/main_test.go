@@ -63,28 +63,13 @@ func newPair(t *testing.T) *pair {
 	nettest.IP(t, "-n", p.B, "addr", "add", p.addrB+"/24", "dev", p.devB)
 	nettest.IP(t, "-n", p.A, "link", "set", p.devA, "up")
 	nettest.IP(t, "-n", p.B, "link", "set", p.devB, "up")
-	waitFor(t, 5*time.Second, func() error {
+	nettest.WaitFor(t, 5*time.Second, func() error {
 		if out := nettest.IP(t, "-n", p.A, "link", "show", p.devA); !strings.Contains(out, "LOWER_UP") {
 			return fmt.Errorf("no carrier: %s", out)
 		}
 		return nil
 	})
 	return p
-}
-
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func sysctlOf(t *testing.T, ns, name string) string {
@@ -422,7 +407,7 @@ func TestAgentCLI(t *testing.T) {
 			switch {
 			case plan.sysctls:
 				// The last item is written; verify and probe (500ms) follow.
-				waitFor(t, 15*time.Second, func() error {
+				nettest.WaitFor(t, 15*time.Second, func() error {
 					if got := sysctlOf(t, p.A, "net.ipv4.tcp_wmem"); got != r2Wmem {
 						return fmt.Errorf("tcp_wmem %q", got)
 					}
@@ -630,7 +615,7 @@ func TestAgentCLI(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("fake API server unreachable from %s: %v", p.A, err)
 		}
-		waitFor(t, 2*time.Second, func() error {
+		nettest.WaitFor(t, 2*time.Second, func() error {
 			if accepted.Load() != 1 {
 				return fmt.Errorf("%d connections accepted", accepted.Load())
 			}

@@ -62,7 +62,7 @@ func TestAgentShipsProbeLatencyAndEventsToLoki(t *testing.T) {
 	// B: only the probe port (no spec, no topics).
 	startAgent(t, env, bin, "run", "--node", "node-b", "--netns", p.B, "--state-dir", dirB,
 		"--probe-port", pwProbePort, "--metrics-bind-address", "0")
-	waitFor(t, 10*time.Second, func() error {
+	nettest.WaitFor(t, 10*time.Second, func() error {
 		out, err := nettest.IPTry("netns", "exec", p.B, "ss", "-Htln", "sport", "= :"+pwProbePort)
 		if err != nil || !strings.Contains(out, pwProbePort) {
 			return fmt.Errorf("agent B not listening on %s: %q %v", pwProbePort, out, err)

@@ -101,3 +101,21 @@ func NewNetns(t testing.TB, prefix string) string {
 	IP(t, "-n", name, "link", "set", "lo", "up")
 	return name
 }
+
+// WaitFor polls f until it returns nil, and fails the test with f's last
+// error once d has passed. It polls every d/1000, between 5 ms and 100 ms.
+func WaitFor(t testing.TB, d time.Duration, f func() error) {
+	t.Helper()
+	every := min(max(d/1000, 5*time.Millisecond), 100*time.Millisecond)
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %v", d, err)
+		}
+		time.Sleep(every)
+	}
+}

@@ -83,7 +83,7 @@ func newPair(t *testing.T) *pair {
 	nettest.IP(t, "-n", b.name, "addr", "add", p.addrB+"/24", "dev", p.devB)
 	nettest.IP(t, "-n", a.name, "link", "set", p.devA, "up")
 	nettest.IP(t, "-n", b.name, "link", "set", p.devB, "up")
-	waitFor(t, 5*time.Second, func() error {
+	nettest.WaitFor(t, 5*time.Second, func() error {
 		st, err := a.h.ReadInterface(p.devA)
 		if err != nil {
 			return err
@@ -98,21 +98,6 @@ func newPair(t *testing.T) *pair {
 
 // dst is a /32 destination in the veth subnet.
 func (p *pair) dst(host int) string { return fmt.Sprintf("10.252.%d.%d/32", p.x, host) }
-
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // routeShow is `ip -n NS route show [DST]`.
 func routeShow(t *testing.T, ns *testNS, dst ...string) string {
@@ -800,7 +785,7 @@ func TestBootFromLastKnownGood(t *testing.T) {
 func waitSubscribed(t *testing.T, ns *testNS) {
 	t.Helper()
 	const linkGroup, routeGroup = 1 << (1 - 1), 1 << (7 - 1) // RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE
-	waitFor(t, 2*time.Second, func() error {
+	nettest.WaitFor(t, 2*time.Second, func() error {
 		var b []byte
 		if err := kernel.DoInNetns(ns.h.Namespace(), func() error {
 			var err error
@@ -1016,7 +1001,7 @@ func TestDriftWatcherSurvivesOverflow(t *testing.T) {
 
 	before := repairs.Load()
 	nettest.IP(t, "-n", p.A.name, "route", "replace", dst, "dev", p.devA)
-	waitFor(t, time.Second, func() error {
+	nettest.WaitFor(t, time.Second, func() error {
 		if out := routeShow(t, p.A, dst); !strings.Contains(out, "cwnd lock 30") || repairs.Load() == before {
 			return fmt.Errorf("not repaired: %q, %d repairs", out, repairs.Load()-before)
 		}

@@ -18,6 +18,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/nettune/nettune/internal/nettest"
 )
 
 // The integration tests build their own network namespaces ("ntk-<random>")
@@ -322,7 +324,7 @@ func transfer(t *testing.T, p *pair, s *server, n int) TCPSocketInfo {
 	}
 	// The client reaches TIME-WAIT (and tcp_update_metrics runs) when the
 	// server's FIN arrives; give it a moment.
-	waitFor(t, 2*time.Second, func() error {
+	nettest.WaitFor(t, 2*time.Second, func() error {
 		socks, err := p.A.h.TCPSockets(p.hostB())
 		if err != nil {
 			return err
@@ -335,19 +337,4 @@ func transfer(t *testing.T, p *pair, s *server, n int) TCPSocketInfo {
 		return nil
 	})
 	return info
-}
-
-func waitFor(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

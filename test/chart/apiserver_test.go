@@ -28,6 +28,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/nettest"
 )
 
 // Node-name binding of the agent's token, as the kubelet's projected
@@ -140,7 +141,7 @@ func installCRD(t *testing.T, ctx context.Context, c client.Client, path string)
 	if err := c.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	nettest.WaitFor(t, 30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
 			return err
 		}
@@ -151,21 +152,6 @@ func installCRD(t *testing.T, ctx context.Context, c client.Client, path string)
 		}
 		return fmt.Errorf("CRD %s not established", crd.Name)
 	})
-}
-
-func eventually(t testing.TB, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %v", d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // installChart validates every rendered manifest of every value set with a
@@ -337,7 +323,7 @@ func TestChartOnAPIServer(t *testing.T) {
 	}
 
 	// The policy takes effect once the API server has compiled it.
-	eventually(t, 30*time.Second, func() error {
+	nettest.WaitFor(t, 30*time.Second, func() error {
 		if got := outcome(statusUpdate(agentA, nodeB, "x", client.DryRunAll)); got != byPolicy {
 			return fmt.Errorf("agent A updating B's status (dry run): %s", got)
 		}
@@ -455,7 +441,7 @@ func TestChartOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, func() error {
+	nettest.WaitFor(t, 30*time.Second, func() error {
 		o := get(admin, nodeA)
 		o.Spec.Revision = "evil"
 		if got := outcome(agentA.Update(ctx, o, client.DryRunAll)); got != byPolicy {
@@ -506,7 +492,7 @@ func TestChartOnAPIServer(t *testing.T) {
 	if err := admin.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	nettest.WaitFor(t, 30*time.Second, func() error {
 		if got := outcome(statusUpdate(agentA, nodeB, "x", client.DryRunAll)); got != allowed {
 			return fmt.Errorf("without the binding, agent A updating B's status: %s", got)
 		}

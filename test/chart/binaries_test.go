@@ -145,7 +145,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 
 	// The controller, with its chart permissions only, renders both nodes.
 	revisions := map[string]string{}
-	eventually(t, 60*time.Second, func() error {
+	nettest.WaitFor(t, 60*time.Second, func() error {
 		for _, n := range []string{nodeA, nodeB} {
 			o := &v1alpha1.NodeNetTuning{}
 			if err := admin.Get(ctx, client.ObjectKey{Name: n}, o); err != nil {
@@ -170,7 +170,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 	agentLog := start(t, kubeconfigAs(t, cp, agentIdentity(nodeA)), "nettune-agent", "run", "--node", nodeA, "--netns", nsA,
 		"--state-dir", stateA, "--vehicle-from-node-label", v1alpha1.DefaultVehicleLabel,
 		"--metrics-bind-address", "0", "--probe-port", "0", "--heartbeat", "2s")
-	eventually(t, 60*time.Second, func() error {
+	nettest.WaitFor(t, 60*time.Second, func() error {
 		o := &v1alpha1.NodeNetTuning{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: nodeA}, o); err != nil {
 			return err
@@ -213,7 +213,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 	// A rogue agent: started for node B, holding A's token.
 	rogue := start(t, kubeconfigAs(t, cp, agentIdentity(nodeA)), "nettune-agent", "run", "--node", nodeB, "--netns", nsB,
 		"--state-dir", t.TempDir(), "--metrics-bind-address", "0", "--probe-port", "0", "--heartbeat", "2s")
-	eventually(t, 60*time.Second, func() error {
+	nettest.WaitFor(t, 60*time.Second, func() error {
 		if !strings.Contains(rogue.String(), "nettune-agent on node "+nodeA+": UPDATE nodenettunings/status "+nodeB+" refused") {
 			return fmt.Errorf("no refusal in the rogue agent's log yet")
 		}
