@@ -15,7 +15,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -288,16 +287,16 @@ func assertAll(t *testing.T, ns string, hosts []string, rev, rmem, when string, 
 
 func lkgRevision(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "last-known-good.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return ""
-	}
+	st, err := state.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c state.Committed
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
+	c, err := st.LastKnownGood()
+	if err != nil {
+		t.Fatalf("last-known-good: %v", err)
+	}
+	if c == nil {
+		return ""
 	}
 	return c.Spec.Revision
 }

@@ -12,7 +12,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -214,16 +213,16 @@ func mustContain(t *testing.T, what, s string, subs ...string) {
 
 func lkgRevision(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "last-known-good.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return ""
-	}
+	st, err := state.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c state.Committed
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatalf("last-known-good.json: %v", err)
+	c, err := st.LastKnownGood()
+	if err != nil {
+		t.Fatalf("last-known-good: %v", err)
+	}
+	if c == nil {
+		return ""
 	}
 	return c.Spec.Revision
 }

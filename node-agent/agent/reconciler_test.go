@@ -349,17 +349,12 @@ func rtGet(t *testing.T, c client.Client, name string) *v1alpha1.NodeNetTuning {
 // rtEventually polls f until it returns nil or rtTimeout passes.
 func rtEventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(rtTimeout)
-	for {
-		err := f()
-		if err == nil {
-			return
+	nettest.WaitFor(t, rtTimeout, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // rtWaitStatus waits until the agent reported on the current generation of

@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+
+	"github.com/nettune/nettune/internal/nettest"
 )
 
 // ltServed is how serve ended for one connection.
@@ -253,17 +255,12 @@ func ltLogger(t *testing.T) logr.Logger {
 
 func ltWait(t *testing.T, what string, timeout time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
+	nettest.WaitFor(t, timeout, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // breakAfter closes the n-th accepted connection after it acknowledged

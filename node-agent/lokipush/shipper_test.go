@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -164,17 +165,12 @@ func lpSegments(t *testing.T, dir string) (names []string, size int64) {
 
 func lpWait(t *testing.T, what string, timeout time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
+	nettest.WaitFor(t, timeout, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func lpJob(t *testing.T) string {
