@@ -169,8 +169,10 @@ func installChart(t *testing.T, ctx context.Context, cp *localcp.ControlPlane) {
 	}
 	slices.Sort(names)
 	validated := 0
+	rendered := map[string][]*unstructured.Unstructured{}
 	for _, name := range names {
-		for _, o := range render(t, valueSets[name]...) {
+		rendered[name] = render(t, valueSets[name]...)
+		for _, o := range rendered[name] {
 			if o.GetKind() == "CustomResourceDefinition" {
 				continue // installed by localcp from config/crd/bases, which the chart's equal
 			}
@@ -187,7 +189,7 @@ func installChart(t *testing.T, ctx context.Context, cp *localcp.ControlPlane) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	for _, o := range render(t, valueSets["everything"]...) {
+	for _, o := range rendered["everything"] {
 		if o.GetKind() == "CustomResourceDefinition" {
 			continue
 		}

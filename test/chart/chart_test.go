@@ -57,13 +57,11 @@ func chartDir(t testing.TB) string { return filepath.Join(root(t), "charts", "ne
 // helm runs helm and returns stdout; err carries stderr.
 func helm(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(helmBin(t), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	stdout, stderr, err := helmOut(t, args...)
+	if err != nil {
+		return stdout, fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr)
 	}
-	return stdout.String(), nil
+	return stdout, nil
 }
 
 // helmOut runs helm and returns stdout and stderr apart.
