@@ -95,7 +95,7 @@ func (h *Handle) open() error {
 		{&h.diag, unix.NETLINK_SOCK_DIAG},
 	} {
 		var sock *nl.NetlinkSocket
-		err := DoInNetns(h.ns, func() error {
+		err := h.Do(func() error {
 			var err error
 			sock, err = nl.GetNetlinkSocketAt(netns.None(), netns.None(), s.proto)
 			return err
@@ -139,8 +139,16 @@ func (h *Handle) Namespace() netns.NsHandle { return h.ns }
 func (h *Handle) Foreign() bool { return !h.own }
 
 // Do runs fn on an OS thread inside the handle's network namespace; see
-// DoInNetns.
-func (h *Handle) Do(fn func() error) error { return DoInNetns(h.ns, fn) }
+// DoInNetns. A handle on the process's own namespace runs fn where it is:
+// every thread of the process is there already (DoInNetns never returns a
+// moved thread to the runtime), and setns, even to the same namespace,
+// needs CAP_SYS_ADMIN, which the agent's DaemonSet does not have.
+func (h *Handle) Do(fn func() error) error {
+	if h.own {
+		return fn()
+	}
+	return DoInNetns(h.ns, fn)
+}
 
 // DoInNetns runs fn on a fresh goroutine locked to its OS thread, after moving
 // that thread into the network namespace ns, and returns fn's error. The
@@ -167,18 +175,9 @@ func DoInNetns(ns netns.NsHandle, fn func() error) error {
 			}
 			done <- res
 		}()
-		// A thread already in ns stays where it is: setns, even to the
-		// same namespace, needs CAP_SYS_ADMIN.
-		if cur, err := netns.Get(); err != nil || !cur.Equal(ns) {
-			if err == nil {
-				cur.Close()
-			}
-			if err := netns.Set(ns); err != nil {
-				res.err = fmt.Errorf("enter network namespace %s: %w", ns, err)
-				return
-			}
-		} else {
-			cur.Close()
+		if err := netns.Set(ns); err != nil {
+			res.err = fmt.Errorf("enter network namespace %s: %w", ns, err)
+			return
 		}
 		res.err = fn()
 	}()
