@@ -86,6 +86,10 @@ bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs pr
 	$(GO) build -o $(BIN)/ ./cmd/nettune-agent
 	$(GO) run ./hack/bench/latency $(BENCH_LATENCY_ARGS)
 
+.PHONY: bench-detection
+bench-detection: tools build ## Rollback detection on the simulated fleet under background load: the judge vs the threshold analysis, 20 trials per arm, into docs/benchmarks-detection.md (root, about an hour).
+	$(GO) run ./hack/bench/detection $(BENCH_DETECTION_ARGS)
+
 .PHONY: vet
 vet: ## go vet.
 	$(GO) vet ./...

@@ -340,9 +340,14 @@ const (
 	InconclusiveAbort InconclusivePolicy = "Abort"
 )
 
-// AnalysisSpec compares a metric of the canary vehicles against the baseline
-// vehicles (those still on the stable revision) and against an absolute ceiling.
-// +kubebuilder:validation:XValidation:rule="has(self.maxValue) || has(self.maxBaselineFactor)",message="an analysis must set maxValue, maxBaselineFactor or both",fieldPath=".maxValue"
+// AnalysisSpec compares the canary vehicles against the baseline vehicles
+// (those still on the stable revision), in one of two ways: query, a single
+// value per cohort held to an absolute ceiling (maxValue) and a ceiling
+// relative to the baseline (maxBaselineFactor, maxBaselineOffset); or judge,
+// a statistical comparison per host pair of the share of slow messages.
+// +kubebuilder:validation:XValidation:rule="has(self.query) != has(self.judge)",message="an analysis sets exactly one of query or judge",fieldPath=".query"
+// +kubebuilder:validation:XValidation:rule="!has(self.query) || has(self.maxValue) || has(self.maxBaselineFactor)",message="a query analysis must set maxValue, maxBaselineFactor or both",fieldPath=".maxValue"
+// +kubebuilder:validation:XValidation:rule="!has(self.judge) || (!has(self.maxValue) && !has(self.maxBaselineFactor) && !has(self.maxBaselineOffset) && !has(self.samplesQuery))",message="maxValue, maxBaselineFactor, maxBaselineOffset and samplesQuery belong to query analyses; a judge analysis states its thresholds in judge",fieldPath=".judge"
 type AnalysisSpec struct {
 	// name identifies the analysis for analysis steps.
 	// +required
@@ -364,11 +369,17 @@ type AnalysisSpec struct {
 	// query is a Go template of a LogQL or PromQL instant query returning one
 	// value, rendered once for the canary vehicles and once for the baseline.
 	// Fields: .Vehicles (a regex alternation of vehicle names), .Revision,
-	// .Profile, .Window (e.g. 5m).
-	// +required
+	// .Profile, .Window (e.g. 5m). Exactly one of query and judge is set.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Query string `json:"query"`
+	Query string `json:"query,omitempty"`
+
+	// judge decides the analysis per host pair with a statistical test of
+	// the share of slow messages, canary against baseline over the same
+	// window. Exactly one of query and judge is set.
+	// +optional
+	Judge *JudgeSpec `json:"judge,omitempty"`
 
 	// samplesQuery is a template like query returning the number of samples
 	// behind the value; below minSamples the measurement is Inconclusive.
@@ -399,7 +410,9 @@ type AnalysisSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	Measurements *int32 `json:"measurements,omitempty"`
 
-	// minSamples is the fewest samples (per cohort) a measurement needs.
+	// minSamples is the fewest samples (per cohort) a measurement needs; for
+	// a judge analysis, per cohort and host pair (raised to what
+	// judge.quantile needs).
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=1
@@ -459,6 +472,87 @@ type AnalysisSpec struct {
 	// dryRun evaluates and reports the analysis without acting on its result.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// JudgeSpec compares, per host pair, the share of messages slower than a
+// threshold on the canary vehicles against the baseline vehicles over the same
+// window, with a Bayesian beta-binomial test at a stated confidence; a rank
+// test (Mann-Whitney U) of per-interval quantiles, when intervalQuery is set,
+// must confirm a failure. A measurement is Successful (Pass) when every host
+// pair is confidently no worse than the baseline by more than maxIncrease,
+// Failed (Fail) when a pair is confidently worse, and Inconclusive otherwise,
+// including whenever a pair has too few messages for the quantile asked.
+//
+// The count queries return one series per host pair; series of the canary and
+// the baseline are matched by their labels (e.g. sum by (host, peer)). Their
+// templates see the fields of query plus .ThresholdMs (e.g. "100") and
+// .ThresholdSeconds (e.g. "0.1"); intervalQuery also sees .Step.
+type JudgeSpec struct {
+	// threshold: a message slower than this is slow (e.g. 100ms: half the
+	// kernel's 200 ms RTO floor; 20ms: the fleet's latency target). With
+	// Prometheus, use a bucket bound of nettune_probe_latency_seconds
+	// (5ms, 10ms, 20ms, 50ms, 100ms, 200ms, 500ms are bounds).
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Threshold metav1.Duration `json:"threshold"`
+
+	// quantile is the tail the verdict is about: each cohort needs at least
+	// 3/(1-quantile) messages on a pair (and minSamples) before that pair is
+	// judged, so "0.999" needs 3000 messages and a p99.99 verdict is never
+	// drawn from a few thousand.
+	// +optional
+	// +kubebuilder:default="0.99"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^0\.[0-9]*[1-9][0-9]*$`
+	Quantile *string `json:"quantile,omitempty"`
+
+	// confidence is the posterior probability a Pass or a Fail needs, for the
+	// whole set of pairs (each pair is judged at 1-(1-confidence)/pairs).
+	// +optional
+	// +kubebuilder:default="0.99"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^0\.(5[0-9]*[1-9][0-9]*|[6-9][0-9]*)$`
+	Confidence *string `json:"confidence,omitempty"`
+
+	// maxIncrease is how much larger the canary's slow share may be than the
+	// baseline's, as a share (e.g. "0.005": half a percentage point).
+	// +optional
+	// +kubebuilder:default="0.005"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^0(\.[0-9]+)?$`
+	MaxIncrease *string `json:"maxIncrease,omitempty"`
+
+	// slowQuery is a template of an instant query returning, per host pair,
+	// the number of messages slower than the threshold over .Window.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	SlowQuery string `json:"slowQuery"`
+
+	// totalQuery is a template of an instant query returning, per host pair,
+	// the number of messages over .Window.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	TotalQuery string `json:"totalQuery"`
+
+	// intervalQuery is a template of a range query returning, per host pair,
+	// a latency quantile of each .Step over the window (e.g.
+	// quantile_over_time(0.99, ... [{{ .Step }}]) by (host, peer)), for the
+	// rank test that must confirm a failure.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	IntervalQuery *string `json:"intervalQuery,omitempty"`
+
+	// step is the length of one interval of intervalQuery.
+	// +optional
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	Step *metav1.Duration `json:"step,omitempty"`
 }
 
 // VehicleCounts counts the vehicles of a profile.
@@ -547,9 +641,71 @@ type AnalysisResult struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+	// verdict is the judge's latest verdict: Pass, Fail or Inconclusive
+	// (judge analyses only).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Verdict string `json:"verdict,omitempty"`
+	// pair is the host pair that decided the latest verdict.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Pair string `json:"pair,omitempty"`
+	// effect is the canary's slow share minus the baseline's on that pair.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Effect string `json:"effect,omitempty"`
+	// probability is the posterior probability that the canary is worse than
+	// the baseline by more than maxIncrease on that pair.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Probability string `json:"probability,omitempty"`
+	// confidence is the confidence each pair was judged at.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Confidence string `json:"confidence,omitempty"`
+	// canarySamples and baselineSamples are the messages behind the latest
+	// verdict on that pair.
+	// +optional
+	CanarySamples *int64 `json:"canarySamples,omitempty"`
+	// +optional
+	BaselineSamples *int64 `json:"baselineSamples,omitempty"`
+	// pairs is the latest verdict on every host pair, the deciding one first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Pairs []PairVerdict `json:"pairs,omitempty"`
 	// lastMeasured is when the latest measurement was taken.
 	// +optional
 	LastMeasured *metav1.Time `json:"lastMeasured,omitempty"`
+}
+
+// PairVerdict is the judge's verdict on one host pair.
+type PairVerdict struct {
+	// pair names the host pair by the labels of its series.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Pair string `json:"pair"`
+	// verdict is Pass, Fail or Inconclusive.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Verdict string `json:"verdict"`
+	// canarySlow and canaryTotal count the canary's slow and all messages.
+	// +optional
+	CanarySlow int64 `json:"canarySlow"`
+	// +optional
+	CanaryTotal int64 `json:"canaryTotal"`
+	// baselineSlow and baselineTotal count the baseline's.
+	// +optional
+	BaselineSlow int64 `json:"baselineSlow"`
+	// +optional
+	BaselineTotal int64 `json:"baselineTotal"`
+	// probability that the canary is worse by more than maxIncrease.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Probability string `json:"probability,omitempty"`
+	// rankP is the rank test's one-sided p-value (canary slower), when it ran.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	RankP string `json:"rankP,omitempty"`
 }
 
 // NetTuningProfileStatus is the observed state of a profile and its rollout.

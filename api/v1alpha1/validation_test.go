@@ -226,7 +226,35 @@ rollout:
 	{"analysis without query", `defaults: {initcwnd: 10}
 rollout:
   canary: {count: 1}
-  analyses: [{name: lat, provider: Loki, maxValue: "1"}]`, "spec.rollout.analyses[0].query", "Required value"},
+  analyses: [{name: lat, provider: Loki, maxValue: "1"}]`, "spec.rollout.analyses[0].query", "exactly one of query or judge"},
+	{"analysis with query and judge", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", judge: {threshold: 100ms, slowQuery: s, totalQuery: t}}]`, "spec.rollout.analyses[0].query", "exactly one of query or judge"},
+	{"judge with a query analysis' ceiling", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, maxValue: "1", judge: {threshold: 100ms, slowQuery: s, totalQuery: t}}]`, "spec.rollout.analyses[0].judge", "belong to query analyses"},
+	{"judge without slowQuery", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 100ms, totalQuery: t}}]`, "spec.rollout.analyses[0].judge.slowQuery", "Required value"},
+	{"judge confidence of one half", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 100ms, slowQuery: s, totalQuery: t, confidence: "0.5"}}]`, "spec.rollout.analyses[0].judge.confidence", "should match"},
+	{"judge quantile of one", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 100ms, slowQuery: s, totalQuery: t, quantile: "1"}}]`, "spec.rollout.analyses[0].judge.quantile", "should match"},
+	{"judge threshold not a duration", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: fast, slowQuery: s, totalQuery: t}}]`, "spec.rollout.analyses[0].judge.threshold", "should match"},
+	{"judge maxIncrease above one", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 100ms, slowQuery: s, totalQuery: t, maxIncrease: "1.5"}}]`, "spec.rollout.analyses[0].judge.maxIncrease", "should match"},
 	{"duplicate analysis names", `defaults: {initcwnd: 10}
 rollout:
   canary: {count: 1}

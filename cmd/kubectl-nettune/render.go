@@ -303,6 +303,42 @@ func renderAnalysis(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time
 			a.Successful, a.Failed, a.Inconclusive, a.Errors, measured, oneLine(a.Message))
 	}
 	_ = tw.Flush()
+	for _, a := range res {
+		renderVerdict(b, a)
+	}
+}
+
+// renderVerdict shows a judge's latest verdict per host pair: slow messages
+// (beyond the threshold) of the canary and the baseline, the posterior
+// probability that the canary is worse, and the rank test's p-value.
+func renderVerdict(b *bytes.Buffer, a v1alpha1.AnalysisResult) {
+	if a.Verdict == "" {
+		return
+	}
+	fmt.Fprintf(b, "\nJudge %s (step %d): %s", a.Name, a.Step, a.Verdict)
+	if a.Pair != "" {
+		fmt.Fprintf(b, " on %s", a.Pair)
+	}
+	if a.Confidence != "" {
+		fmt.Fprintf(b, ", each pair judged at confidence %s", a.Confidence)
+	}
+	b.WriteString("\n")
+	if len(a.Pairs) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PAIR\tVERDICT\tCANARY SLOW\tBASELINE SLOW\tP(WORSE)\tRANK P")
+	share := func(k, n int64) string {
+		if n == 0 {
+			return "0/0"
+		}
+		return fmt.Sprintf("%d/%d (%.2f%%)", k, n, 100*float64(k)/float64(n))
+	}
+	for _, p := range a.Pairs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Pair, p.Verdict, share(p.CanarySlow, p.CanaryTotal),
+			share(p.BaselineSlow, p.BaselineTotal), orDash(p.Probability), orDash(p.RankP))
+	}
+	_ = tw.Flush()
 }
 
 // oneLine keeps a message on one table row.

@@ -40,6 +40,7 @@ type runOptions struct {
 
 	vehicle            string
 	vehicleLabel       string
+	host               string
 	lokiURL            string
 	lokiBufferDir      string
 	lokiBufferMaxBytes int64
@@ -81,6 +82,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.itemDelay, "test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
 	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
+	fs.StringVar(&o.host, "host", "", "this node's host name inside its vehicle (value of the host label, e.g. xavier-b): the host label of the probe's metrics and samples, so analyses compare host pairs (host -> peer) across vehicles")
 	fs.StringVar(&o.lokiURL, "loki-url", "", "Loki base URL (e.g. http://loki:3100) to ship probe samples and apply events to; empty ships nothing")
 	fs.StringVar(&o.lokiBufferDir, "loki-buffer-dir", "", "directory buffering what Loki has not taken yet (default <state-dir>/loki-buffer)")
 	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
@@ -303,13 +305,16 @@ func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, lo
 	if o.vehicle != "" {
 		constLabels["vehicle"] = o.vehicle
 	}
+	if o.host != "" {
+		constLabels["host"] = o.host
+	}
 	prom, err := latency.NewPrometheusSink(metrics.Registry, constLabels)
 	if err != nil {
 		return nil, fmt.Errorf("registering the probe's metrics: %w", err)
 	}
 	sinks := latency.Sinks{prom}
 	if shipper != nil {
-		sinks = append(sinks, &latency.LokiSink{Shipper: shipper, Vehicle: o.vehicle, Node: o.node})
+		sinks = append(sinks, &latency.LokiSink{Shipper: shipper, Vehicle: o.vehicle, Node: o.node, Host: o.host})
 	}
 	return latency.NewEmulator(latency.Options{
 		Topics: o.probeTopics,

@@ -103,8 +103,10 @@ func run(out io.Writer, args []string) error {
 	}()
 	stopTraffic := f.StartTraffic(ctx)
 	defer stopTraffic()
+	fmt.Fprintf(out, "    switch ports and NICs at %s with 128 KB port buffers\n", fleet.LANRate)
 	fmt.Fprintln(out, "    traffic: every host sends 64 KB planning messages to every peer 20 times a second;")
-	fmt.Fprintln(out, "    xavier-b and xavier-c burst 192 KB each into xavier-a every 50 ms (the busy switch port drops)")
+	fmt.Fprintf(out, "    xavier-b and xavier-c write %d KB each over TCP into xavier-a every %s (incast),\n", fleet.IncastBytes>>10, fleet.IncastEvery)
+	fmt.Fprintf(out, "    and send %d KB each of UDP into xavier-a at once every %s (the busy port drops, whatever the tuning)\n", fleet.FloodBytes>>10, fleet.FloodEvery)
 
 	if err := d.walkthrough(o); err != nil {
 		if ctx.Err() != nil {
@@ -113,6 +115,9 @@ func run(out io.Writer, args []string) error {
 		return err
 	}
 	d.summary()
+	if err := d.verdict(); err != nil {
+		return err
+	}
 	if o.exit {
 		return nil
 	}
@@ -128,7 +133,39 @@ type demo struct {
 	f     *fleet.Fleet
 	began time.Time
 
-	applied, firstCanary, fleetVerified, badApplied, rolledBack time.Time
+	applied, firstCanary, fleetVerified, badApplied, badDecided time.Time
+	// goodOutcome and badOutcome are what was observed at the end of stages
+	// 2 and 3 (see outcome); empty when the stage did not run.
+	goodOutcome, badOutcome outcome
+}
+
+// outcome is how a rollout ended, as read from the profile's status.
+type outcome string
+
+const (
+	outcomePromoted   outcome = "promoted"    // the revision became stable on every vehicle
+	outcomeRolledBack outcome = "rolled back" // the revision was rolled back (status.failedRevision)
+	outcomePaused     outcome = "paused"      // the rollout holds (an inconclusive analysis)
+)
+
+// decided says how the rollout of the revision that replaced before's
+// stable one ended, from the status alone, and whether it has: rolled back
+// (a new failedRevision), promoted (stable on every vehicle, all verified)
+// or paused.
+func decided(before, p *v1alpha1.NetTuningProfile) (outcome, bool) {
+	st := p.Status
+	switch {
+	case st.Phase == planner.PhaseRolledBack && st.FailedRevision != "" &&
+		st.FailedRevision != before.Status.FailedRevision && st.FailedRevision != before.Status.StableRevision:
+		return outcomeRolledBack, true
+	case st.CurrentRevision == before.Status.StableRevision:
+		return "", false // the controller has not taken the edit yet
+	case st.StableRevision == st.CurrentRevision && st.Vehicles.Verified == st.Vehicles.Total:
+		return outcomePromoted, true
+	case st.Phase == planner.PhasePaused:
+		return outcomePaused, true
+	}
+	return "", false
 }
 
 func (d *demo) section(format string, args ...any) {
@@ -248,23 +285,27 @@ func (d *demo) walkthrough(o options) error {
 	}
 
 	d.section("stage 2: the shipped v2 profile, canary first, promoted on Loki latency analysis")
+	before, err := d.profile()
+	if err != nil {
+		return err
+	}
 	d.applied = time.Now()
 	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "02-xavier-lan-v2.yaml")); err != nil {
 		return err
 	}
-	p, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.CurrentRevision == p.Status.StableRevision && p.Status.Vehicles.Verified == p.Status.Vehicles.Total ||
-			p.Status.Phase == planner.PhaseRolledBack
-	}, 10*time.Minute)
+	p, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool { _, done := decided(before, p); return done }, 10*time.Minute)
 	if err != nil {
 		return err
 	}
-	d.fleetVerified = time.Now()
+	d.goodOutcome, _ = decided(before, p)
+	if d.goodOutcome == outcomePromoted {
+		d.fleetVerified = time.Now()
+	}
 	if err := d.sh("kubectl nettune", "status", profile); err != nil {
 		return err
 	}
-	if p.Status.Phase == planner.PhaseRolledBack {
-		fmt.Fprintln(d.out, "\n    the v2 rollout was rolled back on this machine (see the analysis above)")
+	if d.goodOutcome != outcomePromoted {
+		fmt.Fprintf(d.out, "\n    the v2 rollout was %s on this machine (see the analysis above); stage 3 needs v2 stable, skipped\n", d.goodOutcome)
 		return nil
 	}
 	if err := d.sh("ip", "-n", a.Netns, "route", "show"); err != nil {
@@ -275,22 +316,33 @@ func (d *demo) walkthrough(o options) error {
 	}
 
 	d.section("stage 3: a bad edit (the busy pair clamped to 1 packet, rto_min 1s); the controller rolls it back")
+	before = p
 	d.badApplied = time.Now()
 	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "03-xavier-lan-bad.yaml")); err != nil {
 		return err
 	}
-	p, err = d.follow(func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseRolledBack || p.Status.Phase == planner.PhasePaused ||
-			p.Status.CurrentRevision == p.Status.StableRevision && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
-	}, 10*time.Minute)
+	p, err = d.follow(func(p *v1alpha1.NetTuningProfile) bool { _, done := decided(before, p); return done }, 10*time.Minute)
 	if err != nil {
 		return err
 	}
-	d.rolledBack = time.Now()
+	d.badDecided = time.Now()
+	d.badOutcome, _ = decided(before, p)
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack); c != nil && c.Status == "True" {
 		fmt.Fprintf(d.out, "\n    RolledBack (%s): %s\n", c.Reason, c.Message)
 	}
 	return d.sh("kubectl nettune", "status", profile)
+}
+
+// verdict fails the demo when the product broke its promise on this run: the
+// bad edit promoted to the fleet, or the good one rolled back.
+func (d *demo) verdict() error {
+	switch {
+	case d.badOutcome == outcomePromoted:
+		return errors.New("the bad edit was promoted to every vehicle: its regression was not detected")
+	case d.goodOutcome == outcomeRolledBack:
+		return errors.New("the good v2 profile was rolled back: a false rollback")
+	}
+	return nil
 }
 
 func (d *demo) summary() {
@@ -301,9 +353,19 @@ func (d *demo) summary() {
 		}
 		return to.Sub(from).Round(time.Second).String()
 	}
+	or := func(o outcome) string {
+		if o == "" {
+			return "not run"
+		}
+		return string(o)
+	}
+	fmt.Fprintf(d.out, "    v2 (good):  %s\n", or(d.goodOutcome))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> first canary verified:  %s\n", since(d.applied, d.firstCanary))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> whole fleet verified:   %s\n", since(d.applied, d.fleetVerified))
-	fmt.Fprintf(d.out, "    kubectl apply (bad) -> rolled back:           %s\n", since(d.badApplied, d.rolledBack))
+	fmt.Fprintf(d.out, "    bad edit:   %s\n", or(d.badOutcome))
+	if d.badOutcome != "" {
+		fmt.Fprintf(d.out, "    kubectl apply (bad) -> %s: %s\n", d.badOutcome, since(d.badApplied, d.badDecided))
+	}
 	fmt.Fprintf(d.out, "    kubeconfig:  %s\n", d.f.CP.Kubeconfig)
 	fmt.Fprintf(d.out, "    Loki:        %s   (probe samples {job=\"nettune-probe\"}, agent events {job=\"nettune-agent\"}, rollout events {job=\"nettune-controller\"})\n", d.f.Loki.URL)
 	fmt.Fprintf(d.out, "    Prometheus:  %s   (nettune_probe_latency_seconds, nettune_rollout_*, nettune_analysis_*)\n", d.f.Prometheus.URL)

@@ -75,6 +75,9 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 		r.CanaryValue = decimal(m.Canary)
 		r.BaselineValue = decimal(m.Baseline)
 		r.Threshold = decimal(m.Threshold)
+		if m.Judge != nil {
+			judgeFields(&r, m.Judge)
+		}
 	}
 	at := metav1.NewTime(m.At)
 	r.LastMeasured = &at

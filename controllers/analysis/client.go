@@ -89,32 +89,57 @@ func promTime(t time.Time) string {
 
 // Query implements Querier. A zero at leaves the evaluation time to the server (now).
 func (h *httpQuerier) Query(ctx context.Context, query string, at time.Time) (float64, bool, error) {
-	params := url.Values{"query": {query}}
-	if !at.IsZero() {
-		params.Set("time", h.timeArg(at))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.endpoint+"?"+params.Encode(), nil)
+	r, err := h.get(ctx, h.endpoint, h.instantParams(query, at))
 	if err != nil {
-		return 0, false, fmt.Errorf("%s query: %w", h.provider, err)
+		return 0, false, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return 0, false, fmt.Errorf("%s query: %w", h.provider, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
-	if err != nil {
-		return 0, false, fmt.Errorf("%s query: reading response: %w", h.provider, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, false, fmt.Errorf("%s query: HTTP %d: %s", h.provider, resp.StatusCode, errorBody(body))
-	}
-	v, ok, err := parseInstant(body)
+	v, ok, err := parseInstant(r)
 	if err != nil {
 		return 0, false, fmt.Errorf("%s query: %w", h.provider, err)
 	}
 	return v, ok, nil
+}
+
+func (h *httpQuerier) instantParams(query string, at time.Time) url.Values {
+	params := url.Values{"query": {query}}
+	if !at.IsZero() {
+		params.Set("time", h.timeArg(at))
+	}
+	return params
+}
+
+// get runs one API request and returns its decoded envelope; a non-2xx
+// status or an error envelope is an error.
+func (h *httpQuerier) get(ctx context.Context, endpoint string, params url.Values) (apiResponse, error) {
+	var r apiResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+params.Encode(), nil)
+	if err != nil {
+		return r, fmt.Errorf("%s query: %w", h.provider, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return r, fmt.Errorf("%s query: %w", h.provider, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	if err != nil {
+		return r, fmt.Errorf("%s query: reading response: %w", h.provider, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return r, fmt.Errorf("%s query: HTTP %d: %s", h.provider, resp.StatusCode, errorBody(body))
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("%s query: decoding response: %w", h.provider, err)
+	}
+	if r.Status != "success" {
+		msg := r.Error
+		if msg == "" {
+			msg = "status " + strconv.Quote(r.Status)
+		}
+		return r, fmt.Errorf("%s query: query failed: %s", h.provider, msg)
+	}
+	return r, nil
 }
 
 // errorBody renders an error response body for an error message: the error
@@ -156,19 +181,8 @@ type apiResponse struct {
 	} `json:"data"`
 }
 
-// parseInstant reads one value out of an instant-query response.
-func parseInstant(body []byte) (float64, bool, error) {
-	var r apiResponse
-	if err := json.Unmarshal(body, &r); err != nil {
-		return 0, false, fmt.Errorf("decoding response: %w", err)
-	}
-	if r.Status != "success" {
-		msg := r.Error
-		if msg == "" {
-			msg = "status " + strconv.Quote(r.Status)
-		}
-		return 0, false, fmt.Errorf("query failed: %s", msg)
-	}
+// parseInstant reads one value out of a successful instant-query response.
+func parseInstant(r apiResponse) (float64, bool, error) {
 	switch r.Data.ResultType {
 	case "vector":
 		var vec []struct {
@@ -183,15 +197,22 @@ func parseInstant(body []byte) (float64, bool, error) {
 		return parseSample(vec[0].Value)
 	case "scalar":
 		return parseSample(r.Data.Result)
-	case "streams":
-		return 0, false, errors.New("query returned log lines, not a metric (wrap it in a range aggregation such as count_over_time or quantile_over_time)")
-	case "matrix":
-		return 0, false, errors.New("query returned a range vector, not an instant value (aggregate it, e.g. with max_over_time)")
-	case "":
-		return 0, false, errors.New("response has no resultType")
-	default:
-		return 0, false, fmt.Errorf("unsupported resultType %q", r.Data.ResultType)
 	}
+	return 0, false, resultTypeError(r.Data.ResultType)
+}
+
+func resultTypeError(t string) error {
+	switch t {
+	case "streams":
+		return errors.New("query returned log lines, not a metric (wrap it in a range aggregation such as count_over_time or quantile_over_time)")
+	case "matrix":
+		return errors.New("query returned a range vector, not an instant value (aggregate it, e.g. with max_over_time)")
+	case "vector":
+		return errors.New("query returned an instant vector where a range query result was expected")
+	case "":
+		return errors.New("response has no resultType")
+	}
+	return fmt.Errorf("unsupported resultType %q", t)
 }
 
 // parseSample reads a [<unix time>, "<value>"] pair. Values are JSON strings

@@ -42,6 +42,9 @@ type Measurement struct {
 	Threshold *float64
 	// Message says which check decided the phase, with values and thresholds.
 	Message string
+	// Judge is the judge's verdict per host pair (judge analyses only; nil
+	// when the queries failed).
+	Judge *JudgeResult
 }
 
 // Defaults applied when an AnalysisSpec field is nil (the same as the CRD's
@@ -98,7 +101,12 @@ func int32Or(p *int32, def int32) int32 {
 // decides the measurement with Evaluate. A template or query error gives
 // Phase Error with the error in Message; an empty result is not an error (the
 // value stays nil and Evaluate decides).
+//
+// A judge analysis (spec.judge) is measured by MeasureJudge instead.
 func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
+	if spec.Judge != nil {
+		return MeasureJudge(ctx, q, profile, spec, canary, baseline, at)
+	}
 	m := Measurement{At: at}
 	window := Window(spec)
 	samplesTmpl := ""

@@ -38,6 +38,13 @@ type TemplateData struct {
 	// Window is the measurement window as a Prometheus/Loki duration, e.g.
 	// "5m", "90s", "1h30m", "1500ms".
 	Window string
+	// ThresholdMs and ThresholdSeconds are a judge's threshold as a decimal
+	// number of milliseconds ("100") and of seconds ("0.1", the form of a
+	// Prometheus histogram's le label); empty for query analyses.
+	ThresholdMs, ThresholdSeconds string
+	// Step is a judge's interval length as a duration ("5s"); empty for
+	// query analyses.
+	Step string
 }
 
 // RenderQuery renders an analysis query template for one cohort.
@@ -47,6 +54,12 @@ type TemplateData struct {
 // template position. An empty cohort is an error: an empty alternation would
 // match every series without a vehicle label instead of none.
 func RenderQuery(tmpl string, profile string, c Cohort, window time.Duration) (string, error) {
+	return renderQuery(tmpl, profile, c, window, func(*TemplateData) error { return nil })
+}
+
+// renderQuery renders tmpl for c with the common fields, after extra has set
+// the others.
+func renderQuery(tmpl string, profile string, c Cohort, window time.Duration, extra func(*TemplateData) error) (string, error) {
 	if len(c.Vehicles) == 0 {
 		return "", errors.New("rendering query: cohort has no vehicles")
 	}
@@ -66,6 +79,9 @@ func RenderQuery(tmpl string, profile string, c Cohort, window time.Duration) (s
 		Revision: escapeString(c.Revision),
 		Profile:  escapeString(profile),
 		Window:   w,
+	}
+	if err := extra(&data); err != nil {
+		return "", fmt.Errorf("rendering query: %w", err)
 	}
 	t, err := template.New("query").Option("missingkey=error").Parse(tmpl)
 	if err != nil {

@@ -180,7 +180,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 
 	began = time.Now()
 	for _, vs := range o.Vehicles {
-		v, err := testbed.New(ctx, testbed.Options{Name: vs.Name, Hosts: vs.Hosts})
+		v, err := testbed.New(ctx, testbed.Options{Name: vs.Name, Hosts: vs.Hosts, Rate: LANRate})
 		if err != nil {
 			return nil, fmt.Errorf("vehicle %s: %w", vs.Name, err)
 		}
@@ -235,7 +235,7 @@ func (f *Fleet) StartAgents(vehicle string) error {
 		if p := f.agents[node]; p != nil && p.running() {
 			continue
 		}
-		args := []string{"run", "--node", node, "--netns", h.Netns, "--vehicle", vehicle,
+		args := []string{"run", "--node", node, "--netns", h.Netns, "--vehicle", vehicle, "--host", h.Name,
 			"--state-dir", filepath.Join(f.Dir, "agents", node),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node]),
 			"--heartbeat", f.opts.Heartbeat.String(), "--resync", "10s",
@@ -480,11 +480,37 @@ func tailFile(path string, n int) string {
 // congestion windows, so a bad clamp shows in its latency.
 var DemoTopics = []string{"planning:65536:20"}
 
-// StartTraffic runs the field's burst scenario in every vehicle until the
-// returned stop is called: the other hosts burst 192 KB each into the first
-// host (xavier-a) at the same instant, every 50 ms — with three hosts, 384 KB
-// into the 128 KB buffer of the port where topics and bursts meet, so it
-// drops segments every round (the field report's incast).
+// LANRate is the line rate of the simulated vehicles' switch ports and NICs:
+// the field's 1 Gbit/s switch slowed five times, so that a 2-core machine
+// running the whole fleet (and other work) still pushes more than a port can
+// drain and its 128 KB buffer really overflows. At 1 Gbit/s the machine, not
+// the switch, was the bottleneck under load and no frame was ever dropped.
+const LANRate = "200mbit"
+
+// Traffic of StartTraffic.
+const (
+	// IncastBytes is what each other host writes into the first host per
+	// TCP incast round, every IncastEvery.
+	IncastBytes = 192 << 10
+	IncastEvery = 50 * time.Millisecond
+	// FloodBytes is what each other host sends to the first host per foreign
+	// UDP round, all at once, every FloodEvery.
+	FloodBytes = 1 << 20
+	FloodEvery = 500 * time.Millisecond
+)
+
+// StartTraffic runs the field's loss scenarios in every vehicle until the
+// returned stop is called:
+//
+//   - TCP incast: the other hosts write IncastBytes each into the first host
+//     (xavier-a) at the same instant, every IncastEvery (the field report's
+//     incast; with the shipped clamps it no longer overflows the port);
+//   - foreign UDP: the other hosts send FloodBytes each of UDP to the first
+//     host at the same instant, every FloodEvery (lidar point clouds and a
+//     log upload): twice the port's rate for about 40 ms, so the port drops
+//     about half of what arrives then, whatever the TCP tuning is. A topic
+//     message caught in it loses segments and their retransmissions; how
+//     long it waits is then up to the retransmission timer (rto_min).
 func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -497,7 +523,16 @@ func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				// Burst returns when ctx ends; an error (a host restarting) is retried.
-				if _, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], 192<<10, 50*time.Millisecond); err != nil && ctx.Err() == nil {
+				if _, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], IncastBytes, IncastEvery); err != nil && ctx.Err() == nil {
+					time.Sleep(time.Second)
+				}
+			}
+		}(v)
+		wg.Add(1)
+		go func(v *testbed.Vehicle) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := testbed.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], FloodBytes, FloodEvery); err != nil && ctx.Err() == nil {
 					time.Sleep(time.Second)
 				}
 			}

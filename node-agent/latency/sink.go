@@ -2,6 +2,7 @@ package latency
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 	"time"
 
@@ -55,8 +56,28 @@ func (ss Sinks) Lost(s Sample) {
 
 // LatencyBuckets are the histogram's bucket bounds in seconds: 40
 // exponential buckets from 0.1 ms to 1 s (each about 26.6% wider than the
-// one before).
-var LatencyBuckets = prometheus.ExponentialBucketsRange(0.0001, 1, 40)
+// one before), plus ThresholdBuckets.
+var LatencyBuckets = withBounds(prometheus.ExponentialBucketsRange(0.0001, 1, 40), ThresholdBuckets...)
+
+// ThresholdBuckets are bucket bounds at the latencies analyses judge by
+// (the fleet's 20 ms target, the 200 ms RTO floor and its half, ...), so
+// that the count of messages slower than each is exact: total minus the
+// bucket le="<bound>".
+var ThresholdBuckets = []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}
+
+// withBounds returns bs with extra added, sorted, without duplicates.
+func withBounds(bs []float64, extra ...float64) []float64 {
+	out := append(append([]float64{}, bs...), extra...)
+	sort.Float64s(out)
+	j := 0
+	for i, b := range out {
+		if i == 0 || b != out[j-1] {
+			out[j] = b
+			j++
+		}
+	}
+	return out[:j]
+}
 
 // SampleLabels are the variable labels of the probe's metrics.
 var SampleLabels = []string{"peer", "topic", "profile", "revision"}
@@ -129,7 +150,7 @@ const ProbeJob = "nettune-probe"
 //	{"latency_ms":0.183,"topic":"planning","seq":42,"size":4096}
 //
 // (latency in milliseconds with 3 decimals, i.e. microseconds) in the stream
-// {job="nettune-probe", vehicle, node, peer, profile, revision}. Empty
+// {job="nettune-probe", vehicle, node, host, peer, profile, revision}. Empty
 // values (no vehicle configured, no profile on the route to the peer) leave
 // the label out; Loki treats a missing label as empty, so revision=""
 // selects the samples of untuned pairs. Lost messages are not shipped: a
@@ -137,12 +158,15 @@ const ProbeJob = "nettune-probe"
 type LokiSink struct {
 	Shipper       LokiAdder
 	Vehicle, Node string
+	// Host is the sending host's name in its vehicle (label host); empty
+	// leaves the label out.
+	Host string
 }
 
 // Observe implements Sink.
 func (l *LokiSink) Observe(s Sample) {
 	labels := map[string]string{"job": ProbeJob, "peer": s.Peer}
-	for k, v := range map[string]string{"vehicle": l.Vehicle, "node": l.Node, "profile": s.Profile, "revision": s.Revision} {
+	for k, v := range map[string]string{"vehicle": l.Vehicle, "node": l.Node, "host": l.Host, "profile": s.Profile, "revision": s.Revision} {
 		if v != "" {
 			labels[k] = v
 		}

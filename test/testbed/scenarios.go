@@ -510,3 +510,150 @@ loop:
 
 // AddrPort returns h's LAN address with port.
 func (h *Host) AddrPort(port uint16) netip.AddrPort { return netip.AddrPortFrom(h.Addr, port) }
+
+// ForeignIncast is ForeignBursts from several hosts at the same instant: in
+// every round each sender writes burstBytes of full-size UDP datagrams as
+// fast as its NIC takes them, all released together (a lidar point cloud
+// and a log upload landing on the same compute unit). Two senders at line
+// rate into one port of the same rate overflow its buffer whatever the TCP
+// clamps are, so it makes loss that tuning cannot remove. Rounds start every
+// `every` (or when the previous one finished, if later) until ctx ends,
+// which is not an error; every <= 0 runs one round.
+func ForeignIncast(ctx context.Context, from []*Host, to *Host, burstBytes int, every time.Duration) (UDPStats, error) {
+	var st UDPStats
+	if len(from) == 0 || burstBytes <= 0 {
+		return st, errors.New("foreign incast: want senders and burstBytes > 0")
+	}
+	v, err := sameVehicle(append([]*Host{to}, from...)...)
+	if err != nil {
+		return st, fmt.Errorf("foreign incast: %w", err)
+	}
+	for _, h := range from {
+		if h == to {
+			return st, fmt.Errorf("foreign incast: %s sends to itself", h.Name)
+		}
+	}
+	ctx, done, err := v.begin(ctx)
+	if err != nil {
+		return st, err
+	}
+	defer done()
+	var rc *net.UDPConn
+	if err := to.Do(func() error {
+		var err error
+		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: to.Addr.AsSlice()})
+		return err
+	}); err != nil {
+		return st, fmt.Errorf("foreign incast: listen on %s: %w", to.Name, err)
+	}
+	defer rc.Close()
+	_ = rc.SetReadBuffer(4 << 20)
+	dst := rc.LocalAddr().(*net.UDPAddr)
+	socks := make([]*net.UDPConn, len(from))
+	for i, h := range from {
+		if err := h.Do(func() error {
+			var err error
+			socks[i], err = net.DialUDP("udp4", &net.UDPAddr{IP: h.Addr.AsSlice()}, dst)
+			return err
+		}); err != nil {
+			for _, s := range socks[:i] {
+				s.Close()
+			}
+			return st, fmt.Errorf("foreign incast: socket on %s: %w", h.Name, err)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for _, s := range socks {
+			s.Close()
+		}
+	})
+	defer stop()
+	defer func() {
+		for _, s := range socks {
+			s.Close()
+		}
+	}()
+
+	var received, datagrams, sentBytes atomic.Int64
+	var rwg sync.WaitGroup
+	rwg.Go(func() {
+		buf := make([]byte, 65536)
+		for {
+			k, err := rc.Read(buf)
+			received.Add(int64(k))
+			if err != nil {
+				return
+			}
+		}
+	})
+	// One goroutine per sender, released together by closing go_.
+	var serr lockedErr
+	payload := make([]byte, UDPPayload)
+	startT := time.Now()
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		go_ := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, s := range socks {
+			wg.Go(func() {
+				<-go_
+				for left := burstBytes; left > 0; left -= UDPPayload {
+					nw, err := s.Write(payload[:min(left, UDPPayload)])
+					if err != nil {
+						if ctx.Err() != nil {
+							return
+						}
+						// A NIC queue overflow (ENOBUFS) or an ICMP error is a
+						// lost datagram, as on a real host.
+						if !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ECONNREFUSED) {
+							serr.set(err)
+							return
+						}
+						continue
+					}
+					datagrams.Add(1)
+					sentBytes.Add(int64(nw))
+				}
+			})
+		}
+		close(go_)
+		wg.Wait()
+		st.Bursts++
+		if serr.get() != nil || every <= 0 {
+			break
+		}
+		select {
+		case <-time.After(time.Until(t0.Add(every))):
+		case <-ctx.Done():
+		}
+	}
+	st.Duration = time.Since(startT)
+	time.Sleep(20 * time.Millisecond)
+	rc.Close()
+	rwg.Wait()
+	st.Datagrams, st.BytesSent, st.BytesReceived = datagrams.Load(), sentBytes.Load(), received.Load()
+	if err := serr.get(); err != nil {
+		return st, fmt.Errorf("foreign incast -> %s: %w", to.Name, err)
+	}
+	return st, nil
+}
+
+// lockedErr keeps the first error set from several goroutines.
+type lockedErr struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *lockedErr) set(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *lockedErr) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}

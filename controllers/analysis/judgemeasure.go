@@ -1,0 +1,234 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+// Defaults of a JudgeSpec (the same as the CRD's +kubebuilder:default values).
+const (
+	DefaultJudgeQuantile    = 0.99
+	DefaultJudgeConfidence  = 0.99
+	DefaultJudgeMaxIncrease = 0.005
+	DefaultJudgeStep        = 5 * time.Second
+	// DefaultJudgeMinIntervals is the fewest per-interval values per cohort
+	// the rank test runs on.
+	DefaultJudgeMinIntervals = 5
+)
+
+// JudgeConfigFor reads a judge analysis' parameters, applying the defaults.
+func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
+	j := spec.Judge
+	if j == nil {
+		return JudgeConfig{}, errors.New("not a judge analysis")
+	}
+	cfg := JudgeConfig{MinSamples: minSamples(spec), MinIntervals: DefaultJudgeMinIntervals}
+	var err error
+	if cfg.Quantile, err = parseDecimal("judge.quantile", j.Quantile, DefaultJudgeQuantile); err != nil {
+		return cfg, err
+	}
+	if cfg.Confidence, err = parseDecimal("judge.confidence", j.Confidence, DefaultJudgeConfidence); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxIncrease, err = parseDecimal("judge.maxIncrease", j.MaxIncrease, DefaultJudgeMaxIncrease); err != nil {
+		return cfg, err
+	}
+	if j.Threshold.Duration <= 0 {
+		return cfg, fmt.Errorf("judge.threshold %s must be positive", j.Threshold.Duration)
+	}
+	return cfg, nil
+}
+
+// JudgeStep returns judge.step or DefaultJudgeStep.
+func JudgeStep(j *v1alpha1.JudgeSpec) time.Duration {
+	if j != nil && j.Step != nil && j.Step.Duration > 0 {
+		return j.Step.Duration
+	}
+	return DefaultJudgeStep
+}
+
+// MeasureJudge takes one measurement of a judge analysis at the instant at:
+// it renders and runs slowQuery and totalQuery (and intervalQuery as a range
+// query over the window, when set) for the canary and the baseline cohort,
+// matches their series by labels (one per host pair), and decides with
+// Judge. Pass is PhaseSuccessful, Fail PhaseFailed, Inconclusive
+// PhaseInconclusive; a template or query error is PhaseError. Canary and
+// Baseline are the deciding pair's slow shares in percent, Threshold the
+// baseline's share plus maxIncrease (percent), CanarySamples and
+// BaselineSamples the deciding pair's message counts.
+func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
+	cfg, err := JudgeConfigFor(spec)
+	if err != nil {
+		return errorMeasurement(at, err)
+	}
+	if len(baseline.Vehicles) == 0 {
+		r := JudgeResult{Verdict: VerdictInconclusive, Message: "no baseline vehicles to compare the canary with"}
+		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}
+	}
+	vq, ok := q.(VectorQuerier)
+	if !ok {
+		return errorMeasurement(at, fmt.Errorf("the %s client cannot run per-pair queries", spec.Provider))
+	}
+	j := spec.Judge
+	window := Window(spec)
+	step := JudgeStep(j)
+	extra := func(d *TemplateData) error {
+		d.ThresholdMs = strconv.FormatFloat(float64(j.Threshold.Duration)/float64(time.Millisecond), 'f', -1, 64)
+		d.ThresholdSeconds = strconv.FormatFloat(j.Threshold.Duration.Seconds(), 'f', -1, 64)
+		s, err := FormatDuration(step)
+		d.Step = s
+		return err
+	}
+	render := func(cohort, what, tmpl string, c Cohort) (string, error) {
+		query, err := renderQuery(tmpl, profile, c, window, extra)
+		if err != nil {
+			return "", fmt.Errorf("%s %s: %w", cohort, what, err)
+		}
+		return query, nil
+	}
+	counts := func(cohort, what, tmpl string, c Cohort) (map[string]float64, error) {
+		query, err := render(cohort, what, tmpl, c)
+		if err != nil {
+			return nil, err
+		}
+		series, err := vq.QueryVector(ctx, query, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", cohort, what, err)
+		}
+		out := make(map[string]float64, len(series))
+		for _, s := range series {
+			out[s.Key] += s.Value
+		}
+		return out, nil
+	}
+	intervals := func(cohort string, c Cohort) (map[string][]float64, error) {
+		if j.IntervalQuery == nil || strings.TrimSpace(*j.IntervalQuery) == "" {
+			return nil, nil
+		}
+		query, err := render(cohort, "intervalQuery", *j.IntervalQuery, c)
+		if err != nil {
+			return nil, err
+		}
+		// The first point covers [at-window, at-window+step].
+		series, err := vq.QueryRange(ctx, query, at.Add(-window).Add(step), at, step)
+		if err != nil {
+			return nil, fmt.Errorf("%s intervalQuery: %w", cohort, err)
+		}
+		out := make(map[string][]float64, len(series))
+		for _, s := range series {
+			out[s.Key] = append(out[s.Key], s.Values...)
+		}
+		return out, nil
+	}
+
+	type cohortData struct {
+		slow, total map[string]float64
+		iv          map[string][]float64
+	}
+	get := func(name string, c Cohort) (d cohortData, err error) {
+		if d.total, err = counts(name, "totalQuery", j.TotalQuery, c); err != nil {
+			return d, err
+		}
+		if d.slow, err = counts(name, "slowQuery", j.SlowQuery, c); err != nil {
+			return d, err
+		}
+		d.iv, err = intervals(name, c)
+		return d, err
+	}
+	cd, err := get("canary", canary)
+	if err != nil {
+		return errorMeasurement(at, err)
+	}
+	bd, err := get("baseline", baseline)
+	if err != nil {
+		return errorMeasurement(at, err)
+	}
+	var data []PairData
+	for key, total := range cd.total {
+		data = append(data, PairData{
+			Pair:              pairName(key),
+			Canary:            Counts{Slow: cd.slow[key], Total: total},
+			Baseline:          Counts{Slow: bd.slow[key], Total: bd.total[key]},
+			CanaryIntervals:   cd.iv[key],
+			BaselineIntervals: bd.iv[key],
+		})
+	}
+	res := Judge(cfg, data)
+	return judgeMeasurement(at, cfg, res)
+}
+
+// pairName is the pair's series key, or "(all)" for a series without labels.
+func pairName(key string) string {
+	if key == "" {
+		return "(all)"
+	}
+	return key
+}
+
+func judgeMeasurement(at time.Time, cfg JudgeConfig, res JudgeResult) Measurement {
+	m := Measurement{At: at, Message: res.Message, Judge: &res}
+	switch res.Verdict {
+	case VerdictPass:
+		m.Phase = PhaseSuccessful
+	case VerdictFail:
+		m.Phase = PhaseFailed
+	default:
+		m.Phase = PhaseInconclusive
+	}
+	if len(res.Pairs) > 0 {
+		d := res.Pairs[0]
+		m.Canary = ptr(100 * d.CanaryShare)
+		m.Baseline = ptr(100 * d.BaselineShare)
+		m.Threshold = ptr(100 * (d.BaselineShare + cfg.MaxIncrease))
+		m.CanarySamples = ptr(float64(d.CanaryTotal))
+		m.BaselineSamples = ptr(float64(d.BaselineTotal))
+	}
+	return m
+}
+
+// maxPairs is the MaxItems of AnalysisResult.Pairs.
+const maxPairs = 32
+
+// judgeFields copies a judge's verdict into an AnalysisResult.
+func judgeFields(r *v1alpha1.AnalysisResult, res *JudgeResult) {
+	r.Verdict = string(res.Verdict)
+	r.Pair, r.Effect, r.Probability = "", "", ""
+	r.CanarySamples, r.BaselineSamples = nil, nil
+	r.Confidence = ""
+	if res.PairConfidence > 0 {
+		r.Confidence = fmtNum(res.PairConfidence)
+	}
+	r.Pairs = nil
+	for i, p := range res.Pairs {
+		if i == 0 {
+			r.Pair = truncateMessage(p.Pair, 253)
+			r.Effect = fmtNum(p.Effect)
+			r.Probability = fmtProb(p.PWorse)
+			ct, bt := p.CanaryTotal, p.BaselineTotal
+			r.CanarySamples, r.BaselineSamples = &ct, &bt
+		}
+		if i >= maxPairs {
+			break
+		}
+		r.Pairs = append(r.Pairs, v1alpha1.PairVerdict{
+			Pair: truncateMessage(p.Pair, 253), Verdict: string(p.Verdict),
+			CanarySlow: p.CanarySlow, CanaryTotal: p.CanaryTotal, BaselineSlow: p.BaselineSlow, BaselineTotal: p.BaselineTotal,
+			Probability: fmtProb(p.PWorse), RankP: fmtProb(p.RankP),
+		})
+	}
+}
+
+// fmtProb formats a probability for status; "" for NaN (not computed).
+func fmtProb(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return fmtNum(v)
+}

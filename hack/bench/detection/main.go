@@ -1,0 +1,497 @@
+// Command bench-detection measures how well the rollout analyses tell a bad
+// tuning change from a good one on the simulated fleet, under a fixed
+// background CPU load: the statistical judge (the demo's slow-messages
+// analysis) and the threshold analysis it replaced (threshold.yaml), side by
+// side on the same trials.
+//
+// A trial gives one canary vehicle a new revision of the Xavier profile
+// through the real controller (a rollout that holds at a pause step), waits
+// until every node of the canary verified it, then every analysis interval
+// measures both analyses on the same instant with the controller's own code
+// (analysis.Measure and analysis.Accumulate) against the real Loki, the
+// canary cohort against the vehicles still on the stable revision, until
+// both reached a decision or the trial's time ran out; then the content goes
+// back to stable and the next trial starts on the next vehicle. Arms: A/A (a
+// revision that changes only ssthresh, which this kernel ignores while
+// tcp_no_ssthresh_metrics_save=1) and three bad edits from the field's
+// failure modes. Every trial's revision is new (a unique ssthresh), so no
+// trial sees another's samples.
+//
+// It writes docs/benchmarks-detection.md and docs/bench-detection.png.
+// Run it with `make bench-detection` (root; about an hour with the defaults).
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/internal/fleet"
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+//go:embed threshold.yaml
+var thresholdYAML []byte
+
+const profileName = "xavier-lan"
+
+type config struct {
+	trials   int
+	arms     []string
+	load     float64
+	vehicles int
+	maxTrial time.Duration
+	stateDir string
+	out, png string
+	burn     float64 // internal: run as the load generator
+}
+
+func main() {
+	var c config
+	var arms string
+	flag.IntVar(&c.trials, "trials", 20, "trials per arm")
+	flag.StringVar(&arms, "arms", "aa,rto200,cwnd1,rto2ms-noquickack", "arms, run in rotating order")
+	flag.Float64Var(&c.load, "load", 0.5, "share of each CPU the background load keeps busy (0 = none)")
+	flag.IntVar(&c.vehicles, "vehicles", 4, "simulated vehicles of 3 hosts (1 canary per trial, the rest baseline)")
+	flag.DurationVar(&c.maxTrial, "max-trial", 150*time.Second, "longest a trial waits for both decisions after the canary verified")
+	flag.StringVar(&c.stateDir, "state-dir", "", "fleet state (default: a temporary directory)")
+	flag.StringVar(&c.out, "out", "docs/benchmarks-detection.md", "report (\"\" = none)")
+	flag.StringVar(&c.png, "png", "docs/bench-detection.png", "plot (\"\" = none)")
+	flag.Float64Var(&c.burn, "burn", 0, "internal: be the background load at this share of every CPU")
+	flag.Parse()
+	if c.burn > 0 {
+		burn(c.burn)
+		return
+	}
+	c.arms = strings.Split(arms, ",")
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-detection:", err)
+		os.Exit(1)
+	}
+}
+
+// burn keeps every CPU busy share of the time: per CPU a goroutine spins for
+// share x 10 ms, then sleeps the rest of each 10 ms, until killed.
+func burn(share float64) {
+	for range runtime.NumCPU() {
+		go func() {
+			for {
+				start := time.Now()
+				busy := time.Duration(share * float64(10*time.Millisecond))
+				for time.Since(start) < busy {
+				}
+				time.Sleep(10*time.Millisecond - time.Since(start))
+			}
+		}()
+	}
+	select {}
+}
+
+// arm is one kind of change made to the canary.
+type arm struct {
+	name, title string
+	bad         bool
+	edit        func(*v1alpha1.NetTuningProfileSpec)
+}
+
+var allArms = map[string]arm{
+	"aa": {name: "aa", title: "A/A: v2 again (only ssthresh differs, ignored by this kernel)", edit: func(*v1alpha1.NetTuningProfileSpec) {}},
+	"rto200": {name: "rto200", title: "rto_min back at 200 ms (the untuned state)", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
+		s.Defaults.RTOMin = &metav1.Duration{Duration: 200 * time.Millisecond}
+	}},
+	"cwnd1": {name: "cwnd1", title: "cwnd 1 and rto_min 1s into xavier-a (the demo's stage 3)", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
+		one, yes := int32(1), true
+		s.HostPairs = []v1alpha1.HostPair{{From: "*", To: "xavier-a", Parameters: &v1alpha1.TCPParameters{
+			Cwnd: &v1alpha1.Cwnd{Value: 1, Lock: &yes}, Initcwnd: &one, Ssthresh: &one,
+			RTOMin: &metav1.Duration{Duration: time.Second}}}}
+	}},
+	"rto2ms-noquickack": {name: "rto2ms-noquickack", title: "rto_min 2 ms without quickack (below the 40 ms delayed ACK)", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
+		f := false
+		s.Defaults.RTOMin = &metav1.Duration{Duration: 2 * time.Millisecond}
+		s.Defaults.Quickack = &f
+	}},
+}
+
+// method is one analysis under test.
+type method struct {
+	name string
+	spec *v1alpha1.AnalysisSpec
+}
+
+// decision is one method's outcome on one trial.
+type decision struct {
+	phase string        // Successful, Failed, Inconclusive, or "" (no decision in time)
+	after time.Duration // from the canary verified to the measurement that decided
+	msg   string
+	// enoughAt is, for the judge, when every canary pair first had the
+	// minimum samples (0 when never).
+	enoughAt time.Duration
+}
+
+type trial struct {
+	arm      string
+	n        int
+	canary   string
+	verified time.Duration // from the edit to the canary verified
+	by       map[string]decision
+	load     string
+}
+
+func run(c config) error {
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the simulated vehicles are network namespaces: run as root")
+	}
+	for _, a := range c.arms {
+		if _, ok := allArms[a]; !ok {
+			return fmt.Errorf("unknown arm %q", a)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+
+	judge, stable, err := demoProfile(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
+	if err != nil {
+		return err
+	}
+	threshold := &v1alpha1.AnalysisSpec{}
+	if err := yaml.UnmarshalStrict(thresholdYAML, threshold); err != nil {
+		return fmt.Errorf("threshold.yaml: %w", err)
+	}
+	methods := []method{{"judge", judge}, {"threshold", threshold}}
+
+	if c.load > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		b := exec.Command(self, "-burn", strconv.FormatFloat(c.load, 'f', -1, 64))
+		b.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := b.Start(); err != nil {
+			return fmt.Errorf("background load: %w", err)
+		}
+		defer func() { _ = b.Process.Kill(); _ = b.Wait() }()
+		fmt.Printf("background load: %.0f %% of each of %d CPUs (pid %d)\n", 100*c.load, runtime.NumCPU(), b.Process.Pid)
+	}
+
+	dir := c.stateDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "nettune-bench-detection-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	f, err := fleet.Start(ctx, fleet.Options{Dir: dir, Vehicles: fleet.DefaultVehicles(c.vehicles), Topics: fleet.DemoTopics, Progress: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	stopTraffic := f.StartTraffic(ctx)
+	defer stopTraffic()
+
+	b := &bench{c: c, f: f, ctx: ctx, stable: stable, methods: methods, q: analysis.NewLoki(f.Loki.URL, nil)}
+	if err := b.setStable(); err != nil {
+		return err
+	}
+	var trials []trial
+	for i := 0; i < c.trials*len(c.arms); i++ {
+		a := allArms[c.arms[i%len(c.arms)]]
+		canary := fmt.Sprintf("av-%03d", 1+i%c.vehicles)
+		t, err := b.trial(i, a, canary)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(os.Stderr, "trial %d (%s on %s): %v\n%s\n", i+1, a.name, canary, err, f.Evidence(ctx))
+			return err
+		}
+		trials = append(trials, t)
+		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, canary, t.verified.Round(100*time.Millisecond))
+		for _, m := range methods {
+			d := t.by[m.name]
+			fmt.Printf("  %s %s after %s", m.name, orNone(d.phase), d.after.Round(time.Second))
+		}
+		fmt.Println()
+	}
+	r := report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began}
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(r.markdown()), 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", c.out)
+	}
+	if c.png != "" {
+		if err := r.plot(c.png); err != nil {
+			return err
+		}
+		fmt.Println("wrote", c.png)
+	}
+	fmt.Print(r.table())
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "undecided"
+	}
+	return s
+}
+
+// demoProfile reads the demo's v2 profile: its judge analysis, and its spec
+// without rollout (the stable content).
+func demoProfile(path string) (*v1alpha1.AnalysisSpec, v1alpha1.NetTuningProfileSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, v1alpha1.NetTuningProfileSpec{}, err
+	}
+	var p v1alpha1.NetTuningProfile
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, p.Spec, fmt.Errorf("%s: %w", path, err)
+	}
+	var judge *v1alpha1.AnalysisSpec
+	for i := range p.Spec.Rollout.Analyses {
+		if p.Spec.Rollout.Analyses[i].Judge != nil {
+			judge = p.Spec.Rollout.Analyses[i].DeepCopy()
+		}
+	}
+	if judge == nil {
+		return nil, p.Spec, fmt.Errorf("%s has no judge analysis", path)
+	}
+	spec := *p.Spec.DeepCopy()
+	spec.Rollout = nil
+	return judge, spec, nil
+}
+
+type bench struct {
+	c       config
+	f       *fleet.Fleet
+	ctx     context.Context
+	stable  v1alpha1.NetTuningProfileSpec
+	methods []method
+	q       analysis.Querier
+}
+
+func (b *bench) get() (*v1alpha1.NetTuningProfile, error) {
+	p := &v1alpha1.NetTuningProfile{}
+	return p, b.f.CP.Client.Get(b.ctx, client.ObjectKey{Name: profileName}, p)
+}
+
+// setStable creates the profile with the stable content and waits until it
+// is stable on every vehicle.
+func (b *bench) setStable() error {
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: profileName}, Spec: *b.stable.DeepCopy()}
+	if err := b.f.CP.Client.Create(b.ctx, p); err != nil {
+		return fmt.Errorf("creating the profile: %w", err)
+	}
+	_, err := b.waitProfile(3*time.Minute, "stable on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseHealthy && p.Status.StableRevision != "" &&
+			p.Status.Vehicles.Verified == p.Status.Vehicles.Total && p.Status.Vehicles.Total == int32(b.c.vehicles)
+	})
+	return err
+}
+
+func (b *bench) waitProfile(timeout time.Duration, what string, cond func(*v1alpha1.NetTuningProfile) bool) (*v1alpha1.NetTuningProfile, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		p, err := b.get()
+		if err == nil && p.Status.ObservedGeneration == p.Generation && cond(p) {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			return p, fmt.Errorf("timed out after %s waiting for %s (phase %s)", timeout, what, p.Status.Phase)
+		}
+		select {
+		case <-b.ctx.Done():
+			return p, b.ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (b *bench) edit(mutate func(*v1alpha1.NetTuningProfile)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := b.get()
+		if err != nil {
+			return err
+		}
+		mutate(p)
+		return b.f.CP.Client.Update(b.ctx, p)
+	})
+}
+
+// vehicleVerified reports whether every node of vehicle carries rev and
+// verified it.
+func (b *bench) vehicleVerified(vehicle, rev string) (bool, error) {
+	list := &v1alpha1.NodeNetTuningList{}
+	if err := b.f.CP.Client.List(b.ctx, list); err != nil {
+		return false, err
+	}
+	n := 0
+	for i := range list.Items {
+		nnt := &list.Items[i]
+		if !strings.HasPrefix(nnt.Name, vehicle+"-") {
+			continue
+		}
+		n++
+		ok, _, _ := controllers.NodeReport(nnt)
+		if !ok || controllers.AssignedRevision(nnt, profileName) != rev || nnt.Status.AppliedRevision != rev {
+			return false, nil
+		}
+	}
+	return n == len(b.f.Vehicles[vehicle].Hosts), nil
+}
+
+func (b *bench) trial(i int, a arm, canary string) (trial, error) {
+	t := trial{arm: a.name, n: i, canary: canary, by: map[string]decision{}}
+	before, err := b.get()
+	if err != nil {
+		return t, err
+	}
+	stableRev := before.Status.StableRevision
+	edited := time.Now()
+	if err := b.edit(func(p *v1alpha1.NetTuningProfile) {
+		p.Spec = *b.stable.DeepCopy()
+		ss := int32(100 + i) // unique content: a new revision every trial
+		p.Spec.Defaults.Ssthresh = &ss
+		a.edit(&p.Spec)
+		p.Spec.Rollout = &v1alpha1.RolloutSpec{
+			Canary:         v1alpha1.CanarySpec{Vehicles: []string{canary}},
+			Steps:          []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}},
+			MaxUnavailable: nil,
+		}
+	}); err != nil {
+		return t, err
+	}
+	p, err := b.waitProfile(time.Minute, "the canary revision", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.CurrentRevision != stableRev && p.Status.CurrentRevision != ""
+	})
+	if err != nil {
+		return t, err
+	}
+	rev := p.Status.CurrentRevision
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ok, err := b.vehicleVerified(canary, rev)
+		if err != nil {
+			return t, err
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return t, fmt.Errorf("canary %s did not verify %s in 2m", canary, rev)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	verifiedAt := time.Now()
+	t.verified = verifiedAt.Sub(edited)
+	var baseline []string
+	for v := range b.f.Vehicles {
+		if v != canary {
+			baseline = append(baseline, v)
+		}
+	}
+	sort.Strings(baseline)
+	t.load = loadavg()
+
+	results := map[string]v1alpha1.AnalysisResult{}
+	interval := 10 * time.Second
+	for at := verifiedAt; ; at = at.Add(interval) {
+		select {
+		case <-b.ctx.Done():
+			return t, b.ctx.Err()
+		case <-time.After(time.Until(at)):
+		}
+		now := time.Now()
+		done := true
+		for _, m := range b.methods {
+			r := results[m.name]
+			if analysis.Terminal(r.Phase) {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			meas := analysis.Measure(qctx, b.q, profileName, m.spec,
+				analysis.Cohort{Vehicles: []string{canary}, Revision: rev},
+				analysis.Cohort{Vehicles: baseline, Revision: stableRev}, now)
+			cancel()
+			r = analysis.Accumulate(r, meas, m.spec)
+			results[m.name] = r
+			d := t.by[m.name]
+			if meas.Judge != nil && d.enoughAt == 0 && enough(meas.Judge) {
+				d.enoughAt = now.Sub(verifiedAt)
+			}
+			if analysis.Terminal(r.Phase) {
+				d.phase, d.after, d.msg = r.Phase, now.Sub(verifiedAt), r.Message
+			} else {
+				done = false
+				d.msg = r.Message
+			}
+			t.by[m.name] = d
+		}
+		if done || now.Sub(verifiedAt) >= b.c.maxTrial {
+			break
+		}
+	}
+	// Back to stable: editing the content back is an instant undo.
+	if err := b.edit(func(p *v1alpha1.NetTuningProfile) { p.Spec = *b.stable.DeepCopy() }); err != nil {
+		return t, err
+	}
+	_, err = b.waitProfile(2*time.Minute, "stable again", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.CurrentRevision == stableRev && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
+	})
+	return t, err
+}
+
+// enough reports whether the judge had the minimum samples on every pair
+// (no pair inconclusive for lack of them).
+func enough(r *analysis.JudgeResult) bool {
+	if len(r.Pairs) == 0 {
+		return false
+	}
+	for _, p := range r.Pairs {
+		if p.CanaryTotal < r.MinSamples || p.BaselineTotal < r.MinSamples {
+			return false
+		}
+	}
+	return true
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

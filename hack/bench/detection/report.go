@@ -1,0 +1,234 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+type report struct {
+	c       config
+	trials  []trial
+	methods []method
+	took    time.Duration
+	began   time.Time
+}
+
+// cell is one arm x method.
+type cell struct {
+	n, fail, pass, inconclusive, undecided int
+	times                                  []time.Duration // decided trials
+	withinTwo, withEnough                  int             // judge: decided within two intervals of enough samples
+}
+
+func (r *report) cells() map[string]map[string]*cell {
+	out := map[string]map[string]*cell{}
+	for _, t := range r.trials {
+		if out[t.arm] == nil {
+			out[t.arm] = map[string]*cell{}
+		}
+		for _, m := range r.methods {
+			c := out[t.arm][m.name]
+			if c == nil {
+				c = &cell{}
+				out[t.arm][m.name] = c
+			}
+			d := t.by[m.name]
+			c.n++
+			switch d.phase {
+			case "Failed":
+				c.fail++
+			case "Successful":
+				c.pass++
+			case "Inconclusive":
+				c.inconclusive++
+			default:
+				c.undecided++
+			}
+			if d.phase != "" {
+				c.times = append(c.times, d.after)
+			}
+			if d.enoughAt > 0 && d.phase != "" {
+				c.withEnough++
+				if d.after-d.enoughAt <= 20*time.Second {
+					c.withinTwo++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wilson is the 95 % Wilson score interval of k successes in n.
+func wilson(k, n int) (lo, hi float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.959964
+	p := float64(k) / float64(n)
+	nf := float64(n)
+	den := 1 + z*z/nf
+	mid := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
+	return math.Max(0, mid-half), math.Min(1, mid+half)
+}
+
+func pct(k, n int) string {
+	lo, hi := wilson(k, n)
+	return fmt.Sprintf("%d/%d (%.0f %%; 95 %% CI %.0f-%.0f %%)", k, n, 100*float64(k)/float64(max(n, 1)), 100*lo, 100*hi)
+}
+
+func quantileDur(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func (r *report) armTitle(a string) string { return allArms[a].title }
+
+// table is the result table (also printed at the end of a run).
+func (r *report) table() string {
+	cells := r.cells()
+	var b strings.Builder
+	fmt.Fprintln(&b, "| arm | analysis | trials | rolled back (Fail) | promoted (Pass) | inconclusive | undecided in time | decision after canary verified: median / p90 / max | decided within 2 intervals of the minimum samples |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
+	for _, a := range r.c.arms {
+		for _, m := range r.methods {
+			c := cells[a][m.name]
+			if c == nil {
+				continue
+			}
+			label := "detection"
+			if !allArms[a].bad {
+				label = "false rollback"
+			}
+			within := "-"
+			if c.withEnough > 0 {
+				within = fmt.Sprintf("%d/%d", c.withinTwo, c.withEnough)
+			}
+			times := "-"
+			if len(c.times) > 0 {
+				times = fmt.Sprintf("%s / %s / %s", quantileDur(c.times, 0.5).Round(time.Second), quantileDur(c.times, 0.9).Round(time.Second), quantileDur(c.times, 1).Round(time.Second))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s: %s | %d | %d | %d | %s | %s |\n", a, m.name, c.n, label, pct(c.fail, c.n), c.pass, c.inconclusive, c.undecided, times, within)
+		}
+	}
+	return b.String()
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Detection benchmark: the judge against the threshold analysis\n\n")
+	fmt.Fprintf(&b, "Produced by `make bench-detection` (`go run ./hack/bench/detection`, root) on %s: %d CPUs, %s. The whole run took **%s**.\n\n",
+		r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(), r.took.Round(time.Second))
+	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd and Loki; the topics are the demo's (64 KB messages, 20 a second from every host to every peer) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, "200mbit")
+	fmt.Fprintf(&b, "- **Background load**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", runtime.NumCPU(), 100*r.c.load)
+	fmt.Fprintf(&b, "- **Trials**: %d per arm, arms interleaved (%s), the canary vehicle rotating over the fleet; each trial a new revision given to one canary through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. Both analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until both decided or %s passed.\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.vehicles-1, r.c.maxTrial)
+	fmt.Fprintf(&b, "- **Judge**: `slow-messages` of `config/samples/demo/02-xavier-lan-v2.yaml`: per host pair, the share of messages slower than 100 ms, Fail when the canary's is larger by more than 1 percentage point at 99 %% confidence (Bonferroni over the pairs) and the rank test of per-5 s p99 confirms, Pass at 99 %% confidence that it is not, minimum 300 messages per cohort and pair.\n")
+	fmt.Fprintf(&b, "- **Threshold analysis** (before the judge, `hack/bench/detection/threshold.yaml`): the canary's worst destination host p99.9 against the baseline's x 2 + 50 ms, 2 measurements, minimum 3000 samples.\n\n")
+	fmt.Fprintf(&b, "Goal: every bad edit rolled back, no false rollback, a decision within two analysis intervals of the minimum samples.\n\n")
+	b.WriteString("## Result\n\n")
+	b.WriteString(r.table())
+	b.WriteString("\nRates are counted over trials; the interval is the 95 % Wilson score interval. \"Inconclusive\" is an analysis that gave up (too many inconclusive measurements: the rollout would pause); \"undecided in time\" had not decided when the trial's time ran out.\n\n")
+	b.WriteString("![decision time per trial](bench-detection.png)\n\n")
+	b.WriteString("## Arms\n\n")
+	for _, a := range r.c.arms {
+		fmt.Fprintf(&b, "- `%s`: %s\n", a, r.armTitle(a))
+	}
+	b.WriteString("\n## Every trial\n\n| # | arm | canary | edit -> canary verified | load average | ")
+	for _, m := range r.methods {
+		fmt.Fprintf(&b, "%s | ", m.name)
+	}
+	b.WriteString("\n|---|---|---|---|---|")
+	for range r.methods {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range r.trials {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | ", t.n+1, t.arm, t.canary, t.verified.Round(100*time.Millisecond), t.load)
+		for _, m := range r.methods {
+			d := t.by[m.name]
+			msg := strings.ReplaceAll(strings.Join(strings.Fields(d.msg), " "), "|", "/")
+			if len(msg) > 240 {
+				msg = msg[:240] + "..."
+			}
+			fmt.Fprintf(&b, "**%s** after %s: %s | ", orNone(d.phase), d.after.Round(time.Second), msg)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+var methodColors = []color.RGBA{{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}}
+
+// plot draws every trial's decision time by arm and analysis: a filled dot
+// is a rollback (Fail), a ring a promotion (Pass), a cross no decision.
+func (r *report) plot(path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Decision after the canary verified (%d trials per arm, %.0f %% background load)", r.c.trials, 100*r.c.load)
+	p.Y.Label.Text = "seconds"
+	p.X.Label.Text = "arm (left: judge, right: threshold)"
+	var names []string
+	seen := map[string]bool{}
+	for i, a := range r.c.arms {
+		names = append(names, a)
+		for mi, m := range r.methods {
+			var fail, pass, none plotter.XYs
+			k := 0
+			for _, t := range r.trials {
+				if t.arm != a {
+					continue
+				}
+				d := t.by[m.name]
+				x := float64(i) + float64(mi)*0.35 - 0.175 + (float64(k%7)-3)*0.02
+				k++
+				y := d.after.Seconds()
+				switch d.phase {
+				case "Failed":
+					fail = append(fail, plotter.XY{X: x, Y: y})
+				case "Successful":
+					pass = append(pass, plotter.XY{X: x, Y: y})
+				default:
+					none = append(none, plotter.XY{X: x, Y: math.Max(y, r.c.maxTrial.Seconds())})
+				}
+			}
+			for _, set := range []struct {
+				pts   plotter.XYs
+				shape draw.GlyphDrawer
+				label string
+			}{{fail, draw.CircleGlyph{}, "rolled back"}, {pass, draw.RingGlyph{}, "promoted"}, {none, draw.CrossGlyph{}, "no decision"}} {
+				if len(set.pts) == 0 {
+					continue
+				}
+				s, err := plotter.NewScatter(set.pts)
+				if err != nil {
+					return err
+				}
+				s.GlyphStyle.Shape = set.shape
+				s.GlyphStyle.Color = methodColors[mi%len(methodColors)]
+				s.GlyphStyle.Radius = vg.Points(3)
+				p.Add(s)
+				if label := m.name + ": " + set.label; !seen[label] {
+					seen[label] = true
+					p.Legend.Add(label, s)
+				}
+			}
+		}
+	}
+	p.NominalX(names...)
+	p.Legend.Top = true
+	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+}
