@@ -10,7 +10,6 @@ require (
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.40.0
 	golang.org/x/term v0.39.0
-	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.36.0
 	k8s.io/apiextensions-apiserver v0.36.0

@@ -263,10 +263,16 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 	if err != nil {
 		meas = analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
 	} else {
+		// The cohorts settled when the analysis took its first measurement
+		// (a judge counts messages only from one step after that).
+		since := now
+		if prev.Started != nil {
+			since = prev.Started.Time
+		}
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		meas = analysis.Measure(qctx, q, p.Name,
-			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision},
-			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision}, now)
+			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since},
+			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since}, now)
 		cancel()
 	}
 	res := analysis.Accumulate(prev, meas, spec)

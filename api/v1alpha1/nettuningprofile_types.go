@@ -546,7 +546,10 @@ type JudgeSpec struct {
 	// +kubebuilder:validation:MaxLength=4096
 	IntervalQuery *string `json:"intervalQuery,omitempty"`
 
-	// step is the length of one interval of intervalQuery.
+	// step is the length of one interval of intervalQuery. The judge counts
+	// messages from one step after the analysis' first measurement (the
+	// cohorts have just settled and connections are switching to the new
+	// revision), over at most window.
 	// +optional
 	// +kubebuilder:default="5s"
 	// +kubebuilder:validation:Type=string
@@ -673,6 +676,11 @@ type AnalysisResult struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	Pairs []PairVerdict `json:"pairs,omitempty"`
+	// started is when the analysis took its first measurement, right after
+	// its cohorts settled; a judge counts only messages from one step after
+	// it (connections switch to the new revision in between).
+	// +optional
+	Started *metav1.Time `json:"started,omitempty"`
 	// lastMeasured is when the latest measurement was taken.
 	// +optional
 	LastMeasured *metav1.Time `json:"lastMeasured,omitempty"`

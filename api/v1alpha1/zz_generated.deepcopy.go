@@ -44,6 +44,10 @@ func (in *AnalysisResult) DeepCopyInto(out *AnalysisResult) {
 		*out = make([]PairVerdict, len(*in))
 		copy(*out, *in)
 	}
+	if in.Started != nil {
+		in, out := &in.Started, &out.Started
+		*out = (*in).DeepCopy()
+	}
 	if in.LastMeasured != nil {
 		in, out := &in.LastMeasured, &out.LastMeasured
 		*out = (*in).DeepCopy()

@@ -148,6 +148,17 @@ func goldenFleet() (*v1alpha1.NetTuningProfile, []corev1.Node, []v1alpha1.NodeNe
 				Successful: 1, Inconclusive: 1,
 				Message:      "canary 18.4 <= min(20, 19.7 x 1.10 + 1); 1 of 3 measurements passed",
 				LastMeasured: ptr.To(metav1.NewTime(now.Add(-40 * time.Second))),
+			}, {
+				Name: "slow-messages", Step: 3, Phase: "Running", Verdict: "Inconclusive",
+				CanaryValue: "1.2", BaselineValue: "0.4", Threshold: "1.4", Inconclusive: 2,
+				Pair: "host=xavier-b,peer=xavier-a", Effect: "0.008", Probability: "0.72", Confidence: "0.998333",
+				CanarySamples: ptr.To[int64](500), BaselineSamples: ptr.To[int64](1500),
+				Pairs: []v1alpha1.PairVerdict{
+					{Pair: "host=xavier-b,peer=xavier-a", Verdict: "Inconclusive", CanarySlow: 6, CanaryTotal: 500, BaselineSlow: 6, BaselineTotal: 1500, Probability: "0.72", RankP: "0.04"},
+					{Pair: "host=xavier-a,peer=xavier-b", Verdict: "Pass", CanarySlow: 0, CanaryTotal: 498, BaselineSlow: 1, BaselineTotal: 1497, Probability: "0.0011"},
+				},
+				Message:      "0/1 measurements successful (0 failed, 2 inconclusive, 0 consecutive errors); latest measurement Inconclusive",
+				LastMeasured: ptr.To(metav1.NewTime(now.Add(-5 * time.Second))),
 			}},
 			Conditions: []metav1.Condition{
 				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "RolloutInProgress", Message: "revision xavier-lan-7c9d2e1f0a step 3/6"},

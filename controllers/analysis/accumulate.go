@@ -81,6 +81,9 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	}
 	at := metav1.NewTime(m.At)
 	r.LastMeasured = &at
+	if r.Started == nil {
+		r.Started = &at
+	}
 
 	want := measurements(spec)
 	failureLimit := int32Or(spec.FailureLimit, DefaultFailureLimit)

@@ -57,6 +57,8 @@ func JudgeStep(j *v1alpha1.JudgeSpec) time.Duration {
 // MeasureJudge takes one measurement of a judge analysis at the instant at:
 // it renders and runs slowQuery and totalQuery (and intervalQuery as a range
 // query over the window, when set) for the canary and the baseline cohort,
+// over the window shortened to start one step after canary.Since (when
+// set; until one step of messages is in, the measurement is Inconclusive),
 // matches their series by labels (one per host pair), and decides with
 // Judge. Pass is PhaseSuccessful, Fail PhaseFailed, Inconclusive
 // PhaseInconclusive; a template or query error is PhaseError. Canary and
@@ -77,8 +79,12 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		return errorMeasurement(at, fmt.Errorf("the %s client cannot run per-pair queries", spec.Provider))
 	}
 	j := spec.Judge
-	window := Window(spec)
 	step := JudgeStep(j)
+	window, err := judgeWindow(Window(spec), step, canary.Since, at)
+	if err != nil {
+		r := JudgeResult{Verdict: VerdictInconclusive, Message: err.Error()}
+		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}
+	}
 	extra := func(d *TemplateData) error {
 		d.ThresholdMs = strconv.FormatFloat(float64(j.Threshold.Duration)/float64(time.Millisecond), 'f', -1, 64)
 		d.ThresholdSeconds = strconv.FormatFloat(j.Threshold.Duration.Seconds(), 'f', -1, 64)
@@ -162,6 +168,24 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 	}
 	res := Judge(cfg, data)
 	return judgeMeasurement(at, cfg, res)
+}
+
+// judgeWindow is the window a judge measures at at: the analysis' window,
+// shortened to start one step after since (when set), in whole seconds. Less
+// than one step is an error saying when the first verdict can come.
+func judgeWindow(window, step time.Duration, since, at time.Time) (time.Duration, error) {
+	if since.IsZero() {
+		return window, nil
+	}
+	from := since.Add(step)
+	if w := at.Sub(from).Truncate(time.Second); w < window {
+		if w < step {
+			return 0, fmt.Errorf("collecting: messages count from %s (one step of %s after the analysis started), %s from now",
+				from.UTC().Format(time.RFC3339), step, from.Add(step).Sub(at).Round(time.Second))
+		}
+		return w, nil
+	}
+	return window, nil
 }
 
 // pairName is the pair's series key, or "(all)" for a series without labels.

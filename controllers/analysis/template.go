@@ -17,6 +17,10 @@ type Cohort struct {
 	Vehicles []string
 	// Revision is the revision those vehicles run.
 	Revision string
+	// Since, when set, is when the cohort settled on Revision (the
+	// analysis' first measurement): a judge counts no message from before
+	// Since plus one step.
+	Since time.Time
 }
 
 // TemplateData is what query templates see.

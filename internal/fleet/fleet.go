@@ -491,11 +491,11 @@ const LANRate = "200mbit"
 const (
 	// IncastBytes is what each other host writes into the first host per
 	// TCP incast round, every IncastEvery.
-	IncastBytes = 192 << 10
-	IncastEvery = 50 * time.Millisecond
+	IncastBytes = 128 << 10
+	IncastEvery = 100 * time.Millisecond
 	// FloodBytes is what each other host sends to the first host per foreign
 	// UDP round, all at once, every FloodEvery.
-	FloodBytes = 1 << 20
+	FloodBytes = 512 << 10
 	FloodEvery = 500 * time.Millisecond
 )
 
@@ -507,7 +507,7 @@ const (
 //     incast; with the shipped clamps it no longer overflows the port);
 //   - foreign UDP: the other hosts send FloodBytes each of UDP to the first
 //     host at the same instant, every FloodEvery (lidar point clouds and a
-//     log upload): twice the port's rate for about 40 ms, so the port drops
+//     log upload): twice the port's rate for about 20 ms, so the port drops
 //     about half of what arrives then, whatever the TCP tuning is. A topic
 //     message caught in it loses segments and their retransmissions; how
 //     long it waits is then up to the retransmission timer (rto_min).

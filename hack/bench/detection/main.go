@@ -14,8 +14,8 @@
 // back to stable and the next trial starts on the next vehicle. Arms: A/A (a
 // revision that changes only ssthresh, which this kernel ignores while
 // tcp_no_ssthresh_metrics_save=1) and three bad edits from the field's
-// failure modes. Every trial's revision is new (a unique ssthresh), so no
-// trial sees another's samples.
+// failure modes. Every trial's revision differs from the last 28 (ssthresh
+// cycles), so no trial sees another's samples.
 //
 // It writes docs/benchmarks-detection.md and docs/bench-detection.png.
 // Run it with `make bench-detection` (root; about an hour with the defaults).
@@ -379,7 +379,9 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 	edited := time.Now()
 	if err := b.edit(func(p *v1alpha1.NetTuningProfile) {
 		p.Spec = *b.stable.DeepCopy()
-		ss := int32(100 + i) // unique content: a new revision every trial
+		// A new revision every trial: ssthresh (at most cwnd, 30; never
+		// v2's own 30) cycles with a period prime to the arms'.
+		ss := int32(1 + i%29)
 		p.Spec.Defaults.Ssthresh = &ss
 		a.edit(&p.Spec)
 		p.Spec.Rollout = &v1alpha1.RolloutSpec{
@@ -437,10 +439,14 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			if analysis.Terminal(r.Phase) {
 				continue
 			}
+			since := now
+			if r.Started != nil {
+				since = r.Started.Time
+			}
 			qctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 			meas := analysis.Measure(qctx, b.q, profileName, m.spec,
-				analysis.Cohort{Vehicles: []string{canary}, Revision: rev},
-				analysis.Cohort{Vehicles: baseline, Revision: stableRev}, now)
+				analysis.Cohort{Vehicles: []string{canary}, Revision: rev, Since: since},
+				analysis.Cohort{Vehicles: baseline, Revision: stableRev, Since: since}, now)
 			cancel()
 			r = analysis.Accumulate(r, meas, m.spec)
 			results[m.name] = r

@@ -1,0 +1,638 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Verdict is the judge's decision.
+type Verdict string
+
+// The three verdicts of the judge.
+const (
+	// VerdictPass means the canary is, with the confidence asked, no worse
+	// than the baseline by more than the tolerated increase.
+	VerdictPass Verdict = "Pass"
+	// VerdictFail means the canary is, with the confidence asked, worse than
+	// the baseline by more than the tolerated increase.
+	VerdictFail Verdict = "Fail"
+	// VerdictInconclusive means the evidence supports neither a Pass nor a
+	// Fail, or there are too few samples to decide.
+	VerdictInconclusive Verdict = "Inconclusive"
+)
+
+// Counts are the messages of one cohort on one host pair: Slow is how many
+// were slower than the latency threshold, out of Total. They are floats
+// because Prometheus' increase() extrapolates; the judge rounds them to the
+// nearest integer, treats negative and NaN values as 0 and clamps Slow to
+// Total.
+type Counts struct{ Slow, Total float64 }
+
+// PairData is the evidence for one host pair.
+type PairData struct {
+	// Pair names the pair by the labels of its series, e.g. "peer=xavier-a"
+	// or "host=xavier-b,peer=xavier-a".
+	Pair string
+	// Canary and Baseline are the message counts of the two cohorts over the
+	// same time window.
+	Canary, Baseline Counts
+	// CanaryIntervals and BaselineIntervals are a latency quantile of each
+	// interval of the window (e.g. the p99 of every 5 s), one value per
+	// interval, for the rank test; nil when not measured. NaN values are
+	// ignored.
+	CanaryIntervals, BaselineIntervals []float64
+}
+
+// JudgeConfig are the judge's parameters.
+type JudgeConfig struct {
+	// Quantile is the latency tail the verdict is about, 0 < q < 1 (e.g.
+	// 0.999). It sets the sample minimum ceil(3/(1-q)) per cohort and pair.
+	Quantile float64
+	// MinSamples is a floor on the messages per cohort and pair, >= 0.
+	MinSamples int64
+	// Confidence is the probability a Pass or a Fail needs over all pairs
+	// together, 0.5 < c < 1 (e.g. 0.99).
+	Confidence float64
+	// MaxIncrease is the tolerated increase of the slow share of the canary
+	// over the baseline's, absolute (0.002 is 0.2 percentage points), >= 0.
+	MaxIncrease float64
+	// MinIntervals is the fewest per-interval values each cohort needs for
+	// the rank test to run, >= 0; 0 means 5.
+	MinIntervals int
+}
+
+// PairResult is the verdict on one host pair.
+type PairResult struct {
+	// Pair is the pair's name, as in PairData.
+	Pair string
+	// Verdict is the decision on this pair.
+	Verdict Verdict
+	// CanarySlow, CanaryTotal, BaselineSlow and BaselineTotal are the counts
+	// after rounding and clamping.
+	CanarySlow, CanaryTotal, BaselineSlow, BaselineTotal int64
+	// CanaryShare and BaselineShare are Slow/Total (0 when Total is 0).
+	CanaryShare, BaselineShare float64
+	// Effect is CanaryShare - BaselineShare.
+	Effect float64
+	// PWorse is the posterior probability that the canary's slow share
+	// exceeds the baseline's by more than MaxIncrease; NaN when not computed
+	// (too few samples).
+	PWorse float64
+	// RankP is the one-sided Mann-Whitney p-value that the canary's
+	// per-interval quantiles are stochastically greater than the baseline's;
+	// NaN when the rank test did not run.
+	RankP float64
+	// Reason is one line saying why, with the numbers.
+	Reason string
+}
+
+// JudgeResult is the verdict on all pairs.
+type JudgeResult struct {
+	// Verdict is the overall decision.
+	Verdict Verdict
+	// PairConfidence is the confidence each pair was judged at, by the
+	// Bonferroni correction 1-(1-Confidence)/m for m judged pairs; 0 when no
+	// pair was judged.
+	PairConfidence float64
+	// MinSamples is the per-cohort per-pair sample minimum applied.
+	MinSamples int64
+	// Pairs holds the deciding pair first, then the others sorted by name.
+	Pairs []PairResult
+	// Message is one line: the verdict, the deciding pair, its effect,
+	// probability and counts.
+	Message string
+}
+
+// judgeDefaultMinIntervals is the MinIntervals used when the configuration
+// leaves it 0.
+const judgeDefaultMinIntervals = 5
+
+// Judge decides whether a canary cohort is worse than a baseline cohort,
+// pair by pair, from the share of slow messages. It is pure and
+// deterministic. The rules:
+//
+//  1. The configuration is checked first: Quantile must be in (0, 1),
+//     Confidence in (0.5, 1), MaxIncrease finite and >= 0, MinSamples and
+//     MinIntervals >= 0. A violation gives Inconclusive with a message
+//     naming the field.
+//  2. Counts are rounded to the nearest integer, negatives and NaN become
+//     0, and Slow is clamped to Total. Pairs whose canary Total is 0 are
+//     left out (the canary does not use that pair). When no pair is left the
+//     verdict is Inconclusive with the message "no canary samples".
+//  3. With m pairs left, every pair is judged at the confidence
+//     c' = 1-(1-Confidence)/m (Bonferroni), so that the chance of a false
+//     verdict over all pairs stays below 1-Confidence.
+//  4. The sample minimum is N = max(MinSamples, ceil(3/(1-Quantile))): by
+//     the rule of three, fewer messages cannot bound a share at the quantile
+//     asked. A pair whose canary or baseline Total is below N is
+//     Inconclusive ("too few samples: canary 812 < 3000"), never Pass.
+//  5. The exceedance test: PWorse = ProbDiffExceeds(canary, baseline,
+//     MaxIncrease), the posterior probability under Jeffreys priors that the
+//     canary's slow share exceeds the baseline's by more than MaxIncrease.
+//     PWorse >= c' makes the pair a candidate Fail, PWorse <= 1-c' a Pass,
+//     anything between Inconclusive.
+//  6. The rank test, a second opinion that only confirms a rollback: when
+//     both interval lists have at least MinIntervals values (NaN values
+//     ignored), RankP = MannWhitneyGreater(canary intervals, baseline
+//     intervals). A candidate Fail is a Fail when the rank test did not run
+//     or RankP <= 1-c'; when it ran and RankP > 1-c' the pair is
+//     Inconclusive ("exceedance says worse, rank test does not confirm").
+//     The rank test never blocks nor causes a Pass.
+//  7. Overall, any Fail makes the verdict Fail, decided by the failing pair
+//     with the largest Effect; else any Inconclusive makes it Inconclusive,
+//     decided by a pair with too few samples (the one with the fewest canary
+//     messages) if there is one, else by the inconclusive pair with the
+//     largest PWorse; else the verdict is Pass, decided by the pair with the
+//     largest PWorse. Ties are broken by pair name. The deciding pair comes
+//     first in Pairs, the others follow sorted by name.
+func Judge(cfg JudgeConfig, data []PairData) JudgeResult {
+	if msg := judgeConfigError(cfg); msg != "" {
+		return JudgeResult{Verdict: VerdictInconclusive, Message: "invalid judge configuration: " + msg}
+	}
+	minIntervals := cfg.MinIntervals
+	if minIntervals == 0 {
+		minIntervals = judgeDefaultMinIntervals
+	}
+	minN := judgeSampleMinimum(cfg.Quantile, cfg.MinSamples)
+
+	var used []PairData
+	for _, d := range data {
+		if judgeCount(d.Canary.Total) > 0 {
+			used = append(used, d)
+		}
+	}
+	if len(used) == 0 {
+		return JudgeResult{Verdict: VerdictInconclusive, MinSamples: minN, Message: "no canary samples"}
+	}
+	m := len(used)
+	pc := 1 - (1-cfg.Confidence)/float64(m)
+
+	pairs := make([]PairResult, m)
+	tooFew := make([]bool, m)
+	for i, d := range used {
+		pairs[i], tooFew[i] = judgeOnePair(cfg, d, minN, pc, minIntervals)
+	}
+
+	// Choose the deciding pair.
+	nFail, nInc, nPass := 0, 0, 0
+	for _, p := range pairs {
+		switch p.Verdict {
+		case VerdictFail:
+			nFail++
+		case VerdictInconclusive:
+			nInc++
+		default:
+			nPass++
+		}
+	}
+	verdict := VerdictPass
+	switch {
+	case nFail > 0:
+		verdict = VerdictFail
+	case nInc > 0:
+		verdict = VerdictInconclusive
+	}
+	anyTooFew := false
+	for _, f := range tooFew {
+		anyTooFew = anyTooFew || f
+	}
+	// better reports whether pair i should decide rather than pair j; both
+	// have the overall verdict.
+	better := func(i, j int) bool {
+		a, b := pairs[i], pairs[j]
+		switch {
+		case verdict == VerdictFail && a.Effect != b.Effect:
+			return a.Effect > b.Effect
+		case verdict == VerdictInconclusive && anyTooFew:
+			if a.CanaryTotal != b.CanaryTotal {
+				return a.CanaryTotal < b.CanaryTotal
+			}
+		case verdict != VerdictFail && judgeNaNLow(a.PWorse) != judgeNaNLow(b.PWorse):
+			return judgeNaNLow(a.PWorse) > judgeNaNLow(b.PWorse)
+		}
+		return a.Pair < b.Pair
+	}
+	decide := -1
+	for i, p := range pairs {
+		if p.Verdict != verdict || (verdict == VerdictInconclusive && anyTooFew && !tooFew[i]) {
+			continue
+		}
+		if decide < 0 || better(i, decide) {
+			decide = i
+		}
+	}
+
+	d := pairs[decide]
+	rest := make([]PairResult, 0, m-1)
+	rest = append(rest, pairs[:decide]...)
+	rest = append(rest, pairs[decide+1:]...)
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].Pair < rest[j].Pair })
+	ordered := append([]PairResult{d}, rest...)
+
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "%s on %s: ", verdict, d.Pair)
+	if verdict == VerdictInconclusive {
+		msg.WriteString(d.Reason)
+		msg.WriteString("; ")
+	}
+	msg.WriteString(judgeEvidence(d, cfg.MaxIncrease, pc))
+	fmt.Fprintf(&msg, " (%d pairs: %d Fail, %d Inconclusive, %d Pass)", m, nFail, nInc, nPass)
+
+	return JudgeResult{
+		Verdict:        verdict,
+		PairConfidence: pc,
+		MinSamples:     minN,
+		Pairs:          ordered,
+		Message:        msg.String(),
+	}
+}
+
+// judgeOnePair judges one pair at the pair confidence pc and reports
+// whether it was short of samples.
+func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minIntervals int) (PairResult, bool) {
+	r := PairResult{Pair: d.Pair, PWorse: math.NaN(), RankP: math.NaN()}
+	r.CanarySlow, r.CanaryTotal = judgeCounts(d.Canary)
+	r.BaselineSlow, r.BaselineTotal = judgeCounts(d.Baseline)
+	r.CanaryShare = judgeShare(r.CanarySlow, r.CanaryTotal)
+	r.BaselineShare = judgeShare(r.BaselineSlow, r.BaselineTotal)
+	r.Effect = r.CanaryShare - r.BaselineShare
+	alpha := 1 - pc
+
+	ci, bi := judgeFinite(d.CanaryIntervals), judgeFinite(d.BaselineIntervals)
+	rankRan := len(ci) >= minIntervals && len(bi) >= minIntervals && len(ci) > 0 && len(bi) > 0
+	if rankRan {
+		_, r.RankP = MannWhitneyGreater(ci, bi)
+	}
+
+	if r.CanaryTotal < minN || r.BaselineTotal < minN {
+		var short []string
+		if r.CanaryTotal < minN {
+			short = append(short, fmt.Sprintf("canary %d < %d", r.CanaryTotal, minN))
+		}
+		if r.BaselineTotal < minN {
+			short = append(short, fmt.Sprintf("baseline %d < %d", r.BaselineTotal, minN))
+		}
+		r.Verdict = VerdictInconclusive
+		r.Reason = "too few samples: " + strings.Join(short, ", ")
+		return r, true
+	}
+
+	r.PWorse = ProbDiffExceeds(r.CanarySlow, r.CanaryTotal, r.BaselineSlow, r.BaselineTotal, cfg.MaxIncrease)
+	conf := judgeConfPct(pc)
+	switch {
+	case r.PWorse >= pc:
+		if rankRan && r.RankP > alpha {
+			r.Verdict = VerdictInconclusive
+			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test does not confirm: p=%.2g",
+				r.Effect, r.PWorse, conf, r.RankP)
+			break
+		}
+		r.Verdict = VerdictFail
+		rank := "rank test not run"
+		if rankRan {
+			rank = fmt.Sprintf("rank p=%.2g", r.RankP)
+		}
+		r.Reason = fmt.Sprintf("effect %+.4f worse than tolerance %.4f at %s: P(worse)=%.4f, %s",
+			r.Effect, cfg.MaxIncrease, conf, r.PWorse, rank)
+	case r.PWorse <= alpha:
+		r.Verdict = VerdictPass
+		r.Reason = fmt.Sprintf("effect %+.4f within tolerance %.4f at %s: P(worse)=%.4f",
+			r.Effect, cfg.MaxIncrease, conf, r.PWorse)
+	default:
+		r.Verdict = VerdictInconclusive
+		r.Reason = fmt.Sprintf("effect %+.4f not decided at %s: P(worse)=%.4f", r.Effect, conf, r.PWorse)
+	}
+	return r, false
+}
+
+// judgeEvidence formats a pair's shares, counts, effect and probabilities
+// for the overall message.
+func judgeEvidence(r PairResult, maxIncrease, pc float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "slow share canary %.2f%% (%d/%d) vs baseline %.2f%% (%d/%d), effect %+.2f pp",
+		100*r.CanaryShare, r.CanarySlow, r.CanaryTotal,
+		100*r.BaselineShare, r.BaselineSlow, r.BaselineTotal, 100*r.Effect)
+	if !math.IsNaN(r.PWorse) {
+		fmt.Fprintf(&b, ", P(worse by >%.2f pp)=%.4f at %s", 100*maxIncrease, r.PWorse, judgeConfPct(pc))
+	}
+	if !math.IsNaN(r.RankP) {
+		fmt.Fprintf(&b, ", rank p=%.2g", r.RankP)
+	}
+	return b.String()
+}
+
+// judgeConfigError returns what is wrong with cfg, naming the field, or ""
+// when it is valid.
+func judgeConfigError(cfg JudgeConfig) string {
+	switch {
+	case !(cfg.Quantile > 0 && cfg.Quantile < 1):
+		return fmt.Sprintf("Quantile %v is not in (0, 1)", cfg.Quantile)
+	case !(cfg.Confidence > 0.5 && cfg.Confidence < 1):
+		return fmt.Sprintf("Confidence %v is not in (0.5, 1)", cfg.Confidence)
+	case !(cfg.MaxIncrease >= 0) || math.IsInf(cfg.MaxIncrease, 0):
+		return fmt.Sprintf("MaxIncrease %v is not a finite number >= 0", cfg.MaxIncrease)
+	case cfg.MinSamples < 0:
+		return fmt.Sprintf("MinSamples %d is negative", cfg.MinSamples)
+	case cfg.MinIntervals < 0:
+		return fmt.Sprintf("MinIntervals %d is negative", cfg.MinIntervals)
+	}
+	return ""
+}
+
+// judgeSampleMinimum is max(minSamples, ceil(3/(1-q))). The quotient is
+// snapped to the nearest integer when it is within rounding error of it, so
+// that q = 0.999 gives 3000 and not 3001.
+func judgeSampleMinimum(q float64, minSamples int64) int64 {
+	x := 3 / (1 - q)
+	if r := math.Round(x); math.Abs(x-r) <= 1e-9*r {
+		x = r
+	}
+	n := int64(math.Ceil(x))
+	if minSamples > n {
+		n = minSamples
+	}
+	return n
+}
+
+// judgeMaxCount bounds a count so that it converts to int64 exactly.
+const judgeMaxCount = 1e15
+
+// judgeCount rounds a count to the nearest integer, with negative and NaN
+// values as 0.
+func judgeCount(v float64) int64 {
+	if !(v > 0) {
+		return 0
+	}
+	if v > judgeMaxCount {
+		v = judgeMaxCount
+	}
+	return int64(math.Round(v))
+}
+
+// judgeCounts rounds a cohort's counts and clamps Slow to Total.
+func judgeCounts(c Counts) (slow, total int64) {
+	slow, total = judgeCount(c.Slow), judgeCount(c.Total)
+	return min(slow, total), total
+}
+
+// judgeShare is slow/total, or 0 when total is 0.
+func judgeShare(slow, total int64) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return float64(slow) / float64(total)
+}
+
+// judgeFinite returns the values of v that are not NaN.
+func judgeFinite(v []float64) []float64 {
+	out := make([]float64, 0, len(v))
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// judgeNaNLow maps NaN to -Inf so that it sorts below every number.
+func judgeNaNLow(v float64) float64 {
+	if math.IsNaN(v) {
+		return math.Inf(-1)
+	}
+	return v
+}
+
+// judgeConfPct formats a confidence as a percentage with up to four
+// significant digits, e.g. "99.83%".
+func judgeConfPct(c float64) string {
+	return fmt.Sprintf("%.4g%%", 100*c)
+}
+
+// jeffreysGridPoints is the number of intervals of the grid on which a
+// posterior is tabulated.
+const jeffreysGridPoints = 1024
+
+// jeffreysGrid tabulates the Jeffreys posterior Beta(k+1/2, n-k+1/2) of a
+// share p in the variable theta = asin(sqrt(p)). In theta the density is
+// proportional to sin(theta)^(2k) * cos(theta)^(2(n-k)): bounded, smooth and
+// log-concave with curvature at least 2n, so it is negligible more than
+// 12/sqrt(2n) from its mode asin(sqrt(k/n)), where it falls by a factor of
+// at least e^72.
+type jeffreysGrid struct {
+	lo, h float64   // first node and node spacing
+	dens  []float64 // unnormalized density at the nodes
+	cdf   []float64 // cumulative distribution at the nodes (trapezoid rule)
+}
+
+// newJeffreysGrid tabulates the posterior of k successes out of n.
+func newJeffreysGrid(k, n int64) *jeffreysGrid {
+	lo, hi := 0.0, math.Pi/2
+	ek, em := 2*float64(k), 2*float64(n-k)
+	mode := math.Pi / 4
+	if n > 0 {
+		mode = math.Asin(math.Sqrt(float64(k) / float64(n)))
+		w := 12 / math.Sqrt(2*float64(n))
+		lo, hi = math.Max(0, mode-w), math.Min(math.Pi/2, mode+w)
+	}
+	logDens := func(t float64) float64 {
+		s, c := math.Sincos(t)
+		v := 0.0
+		if ek > 0 {
+			v += ek * math.Log(s)
+		}
+		if em > 0 {
+			v += em * math.Log(c)
+		}
+		return v
+	}
+	top := logDens(mode)
+	g := &jeffreysGrid{lo: lo, h: (hi - lo) / jeffreysGridPoints}
+	g.dens = make([]float64, jeffreysGridPoints+1)
+	g.cdf = make([]float64, jeffreysGridPoints+1)
+	for i := range g.dens {
+		g.dens[i] = math.Exp(logDens(lo+float64(i)*g.h) - top)
+		if i > 0 {
+			g.cdf[i] = g.cdf[i-1] + g.h*(g.dens[i-1]+g.dens[i])/2
+		}
+	}
+	total := g.cdf[jeffreysGridPoints]
+	for i := range g.cdf {
+		g.cdf[i] /= total
+	}
+	return g
+}
+
+// at returns the cumulative distribution at theta, interpolated linearly
+// between nodes.
+func (g *jeffreysGrid) at(theta float64) float64 {
+	x := (theta - g.lo) / g.h
+	switch {
+	case x <= 0:
+		return 0
+	case x >= jeffreysGridPoints:
+		return 1
+	}
+	i := int(x)
+	f := x - float64(i)
+	return g.cdf[i] + f*(g.cdf[i+1]-g.cdf[i])
+}
+
+// ProbDiffExceeds returns P(pC - pB > delta), where pC and pB are
+// independent with the Jeffreys posteriors Beta(0.5+slow, 0.5+total-slow)
+// of the canary's and the baseline's slow share. Negative counts are
+// treated as 0 and slow is clamped to total.
+//
+// It integrates deterministically: both posteriors are tabulated on fine
+// grids in theta = asin(sqrt(p)), where their densities are bounded and
+// smooth even for tiny shares, and P = E_B[1 - F_C(pB + delta)] is summed
+// by the trapezoid rule over the baseline grid. The error is below about
+// 1e-4. delta >= 1 gives 0, delta <= -1 gives 1 and NaN gives NaN.
+func ProbDiffExceeds(slowC, totalC, slowB, totalB int64, delta float64) float64 {
+	switch {
+	case math.IsNaN(delta):
+		return math.NaN()
+	case delta >= 1:
+		return 0
+	case delta <= -1:
+		return 1
+	}
+	totalC, totalB = max(totalC, 0), max(totalB, 0)
+	slowC, slowB = min(max(slowC, 0), totalC), min(max(slowB, 0), totalB)
+	c := newJeffreysGrid(slowC, totalC)
+	b := newJeffreysGrid(slowB, totalB)
+	var num, den float64
+	for i, dens := range b.dens {
+		w := dens
+		if i == 0 || i == jeffreysGridPoints {
+			w /= 2
+		}
+		if w == 0 {
+			continue
+		}
+		s := math.Sin(b.lo + float64(i)*b.h)
+		t := s*s + delta
+		var tail float64
+		switch {
+		case t <= 0:
+			tail = 1
+		case t >= 1:
+			tail = 0
+		default:
+			tail = 1 - c.at(math.Asin(math.Sqrt(t)))
+		}
+		num += w * tail
+		den += w
+	}
+	return math.Min(1, math.Max(0, num/den))
+}
+
+// mannWhitneyExactMax is the largest len(x)+len(y) for which
+// MannWhitneyGreater computes the exact distribution of U.
+const mannWhitneyExactMax = 20
+
+// MannWhitneyGreater is the one-sided Mann-Whitney U test that x is
+// stochastically greater than y. NaN values are ignored. U counts the pairs
+// (x_i, y_j) with x_i > y_j, plus 1/2 for every tie. The p-value is
+// P(U >= observed U) under the null hypothesis that x and y come from one
+// distribution: exact, from the distribution of U over all arrangements,
+// when there are no ties and len(x)+len(y) <= 20; otherwise from the normal
+// approximation with tie correction and continuity correction. When every
+// value is tied p is 1. When x or y is empty, u is 0 and p is NaN.
+func MannWhitneyGreater(x, y []float64) (u float64, p float64) {
+	x, y = judgeFinite(x), judgeFinite(y)
+	n1, n2 := len(x), len(y)
+	if n1 == 0 || n2 == 0 {
+		return 0, math.NaN()
+	}
+	type obs struct {
+		v   float64
+		isX bool
+	}
+	all := make([]obs, 0, n1+n2)
+	for _, v := range x {
+		all = append(all, obs{v, true})
+	}
+	for _, v := range y {
+		all = append(all, obs{v, false})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+
+	// Average ranks (1-based) over tie groups; rank sum of x; tie sizes.
+	var rankSumX, tieTerm float64
+	ties := false
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].v == all[i].v {
+			j++
+		}
+		rank := float64(i+j+1) / 2 // mean of ranks i+1 .. j
+		for k := i; k < j; k++ {
+			if all[k].isX {
+				rankSumX += rank
+			}
+		}
+		if t := float64(j - i); t > 1 {
+			ties = true
+			tieTerm += t*t*t - t
+		}
+		i = j
+	}
+	u = rankSumX - float64(n1)*float64(n1+1)/2
+
+	if !ties && n1+n2 <= mannWhitneyExactMax {
+		return u, mannWhitneyExactUpper(n1, n2, int(math.Round(u)))
+	}
+	nn := float64(n1 + n2)
+	mean := float64(n1) * float64(n2) / 2
+	variance := float64(n1) * float64(n2) / 12 * ((nn + 1) - tieTerm/(nn*(nn-1)))
+	if !(variance > 0) {
+		return u, 1
+	}
+	z := (u - mean - 0.5) / math.Sqrt(variance)
+	return u, 0.5 * math.Erfc(z/math.Sqrt2)
+}
+
+// mannWhitneyExactUpper returns P(U >= u) for samples of sizes n1 and n2
+// without ties, counting the arrangements of the pooled sample: with
+// c(i, j, u) the arrangements of i x's and j y's with statistic u,
+// c(i, j, u) = c(i-1, j, u-j) + c(i, j-1, u), since the largest value is
+// either an x, above all j y's, or a y.
+func mannWhitneyExactUpper(n1, n2, u int) float64 {
+	maxU := n1 * n2
+	if u <= 0 {
+		return 1
+	}
+	if u > maxU {
+		return 0
+	}
+	// c[i][j] is the distribution of U for i x's and j y's.
+	c := make([][][]float64, n1+1)
+	for i := range c {
+		c[i] = make([][]float64, n2+1)
+		for j := range c[i] {
+			d := make([]float64, i*j+1)
+			switch {
+			case i == 0 || j == 0:
+				d[0] = 1
+			default:
+				for v, w := range c[i-1][j] {
+					d[v+j] += w
+				}
+				for v, w := range c[i][j-1] {
+					d[v] += w
+				}
+			}
+			c[i][j] = d
+		}
+	}
+	var tail, total float64
+	for v, w := range c[n1][n2] {
+		total += w
+		if v >= u {
+			tail += w
+		}
+	}
+	return tail / total
+}

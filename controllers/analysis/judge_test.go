@@ -1,0 +1,666 @@
+package analysis
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// judgeTestGamma draws from Gamma(a, 1) (Marsaglia and Tsang; a < 1 by
+// boosting with U^(1/a)).
+func judgeTestGamma(r *rand.Rand, a float64) float64 {
+	if a < 1 {
+		return judgeTestGamma(r, a+1) * math.Pow(r.Float64(), 1/a)
+	}
+	d := a - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return d * v
+		}
+	}
+}
+
+// judgeTestBeta draws from Beta(a, b).
+func judgeTestBeta(r *rand.Rand, a, b float64) float64 {
+	x := judgeTestGamma(r, a)
+	return x / (x + judgeTestGamma(r, b))
+}
+
+// judgeTestBinomial draws the number of successes of n trials of
+// probability p.
+func judgeTestBinomial(r *rand.Rand, n int, p float64) float64 {
+	k := 0
+	for i := 0; i < n; i++ {
+		if r.Float64() < p {
+			k++
+		}
+	}
+	return float64(k)
+}
+
+// judgeTestIntervals draws n per-interval quantiles, lognormal around scale.
+func judgeTestIntervals(r *rand.Rand, n int, scale float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = scale * math.Exp(0.4*r.NormFloat64())
+	}
+	return v
+}
+
+// judgeTestIncBeta is a reference regularized incomplete beta function
+// I_x(a, b) by Lentz's continued fraction, independent of the grid.
+func judgeTestIncBeta(a, b, x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if x >= 1 {
+		return 1
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
+	if x > (a+1)/(a+b+2) {
+		return 1 - judgeTestIncBeta(b, a, 1-x)
+	}
+	const tiny = 1e-300
+	f, c, d := 1.0, 1.0, 0.0
+	for i := 0; i <= 100000; i++ {
+		m := float64(i / 2)
+		var num float64
+		switch {
+		case i == 0:
+			num = 1
+		case i%2 == 0:
+			num = m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		default:
+			num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		}
+		d = 1 + num*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		d = 1 / d
+		c = 1 + num/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		cd := c * d
+		f *= cd
+		if math.Abs(1-cd) < 1e-15 {
+			break
+		}
+	}
+	return front * (f - 1) / a
+}
+
+func TestBetaJeffreysGridCDF(t *testing.T) {
+	cases := []struct{ k, n int64 }{
+		{0, 0}, {0, 1}, {1, 1}, {0, 5000}, {3, 100000}, {51, 1211}, {600, 1200}, {1199, 1200}, {1200, 1200}, {7, 3600000},
+	}
+	for _, tc := range cases {
+		g := newJeffreysGrid(tc.k, tc.n)
+		a, b := float64(tc.k)+0.5, float64(tc.n-tc.k)+0.5
+		mean := a / (a + b)
+		sd := math.Sqrt(a * b / ((a + b) * (a + b) * (a + b + 1)))
+		worst := 0.0
+		for _, z := range []float64{-3, -1.5, -0.5, 0, 0.3, 1, 2, 4, 8} {
+			p := mean + z*sd
+			if p <= 0 || p >= 1 {
+				continue
+			}
+			got := g.at(math.Asin(math.Sqrt(p)))
+			want := judgeTestIncBeta(a, b, p)
+			worst = math.Max(worst, math.Abs(got-want))
+		}
+		if worst > 1e-4 {
+			t.Errorf("k=%d n=%d: grid CDF off the incomplete beta by %.3g", tc.k, tc.n, worst)
+		}
+	}
+}
+
+func TestProbDiffExceedsMonteCarlo(t *testing.T) {
+	cases := []struct {
+		kc, nc, kb, nb int64
+		delta          float64
+	}{
+		{3, 100000, 3, 100000, 0},
+		{3, 100000, 1, 100000, 0},
+		{3, 100000, 8, 100000, -0.00002},
+		{0, 5000, 0, 5000, 0.0001},
+		{6, 2000, 17, 6000, 0.002},
+		{9, 2000, 17, 6000, 0.001},
+		{51, 1211, 3, 3620, 0.002},
+		{10, 20, 5, 20, 0.1},
+		{600, 1200, 550, 1000, 0.03},
+		{1, 1, 0, 1, 0.3},
+		{0, 0, 0, 0, 0.2},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const draws = 400000
+	for _, tc := range cases {
+		got := ProbDiffExceeds(tc.kc, tc.nc, tc.kb, tc.nb, tc.delta)
+		ac, bc := float64(tc.kc)+0.5, float64(tc.nc-tc.kc)+0.5
+		ab, bb := float64(tc.kb)+0.5, float64(tc.nb-tc.kb)+0.5
+		hits := 0
+		for i := 0; i < draws; i++ {
+			if judgeTestBeta(r, ac, bc)-judgeTestBeta(r, ab, bb) > tc.delta {
+				hits++
+			}
+		}
+		mc := float64(hits) / draws
+		se := math.Sqrt(mc*(1-mc)/draws) + 1/float64(draws)
+		if math.Abs(got-mc) > 1e-3+4*se {
+			t.Errorf("P(C %d/%d - B %d/%d > %v) = %.5f, Monte Carlo %.5f ± %.5f", tc.kc, tc.nc, tc.kb, tc.nb, tc.delta, got, mc, se)
+		}
+	}
+}
+
+func TestProbDiffExceedsKnown(t *testing.T) {
+	for _, tc := range []struct{ k, n int64 }{{0, 0}, {0, 100}, {3, 100000}, {51, 1211}, {500, 1000}, {1000, 1000}} {
+		if p := ProbDiffExceeds(tc.k, tc.n, tc.k, tc.n, 0); math.Abs(p-0.5) > 1e-4 {
+			t.Errorf("identical %d/%d, delta 0: %v, want 0.5", tc.k, tc.n, p)
+		}
+		for _, d := range []float64{1, 1.5} {
+			if p := ProbDiffExceeds(tc.k, tc.n, tc.k, tc.n, d); p != 0 {
+				t.Errorf("%d/%d, delta %v: %v, want 0", tc.k, tc.n, d, p)
+			}
+		}
+		if p := ProbDiffExceeds(tc.k, tc.n, tc.k, tc.n, -1); p != 1 {
+			t.Errorf("%d/%d, delta -1: %v, want 1", tc.k, tc.n, p)
+		}
+	}
+	if p := ProbDiffExceeds(1, 1, 0, 1, math.NaN()); !math.IsNaN(p) {
+		t.Errorf("NaN delta: %v, want NaN", p)
+	}
+	// Out-of-range counts are clamped: slow > total is slow = total.
+	if a, b := ProbDiffExceeds(9, 5, -3, 10, 0.1), ProbDiffExceeds(5, 5, 0, 10, 0.1); a != b {
+		t.Errorf("clamping: %v != %v", a, b)
+	}
+}
+
+func TestProbDiffExceedsSymmetry(t *testing.T) {
+	cases := []struct {
+		kc, nc, kb, nb int64
+		delta          float64
+	}{
+		{3, 100000, 1, 100000, 0},
+		{6, 2000, 17, 6000, 0.002},
+		{51, 1211, 3, 3620, 0.04},
+		{10, 20, 5, 20, 0.1},
+		{0, 3000, 2, 3000, -0.0005},
+	}
+	for _, tc := range cases {
+		p := ProbDiffExceeds(tc.kc, tc.nc, tc.kb, tc.nb, tc.delta)
+		// Swapping the cohorts and negating delta gives the complement.
+		q := ProbDiffExceeds(tc.kb, tc.nb, tc.kc, tc.nc, -tc.delta)
+		if math.Abs(p+q-1) > 2e-4 {
+			t.Errorf("%+v: P=%v, swapped %v, sum %v, want 1", tc, p, q, p+q)
+		}
+		// Counting fast instead of slow messages mirrors the shares.
+		m := ProbDiffExceeds(tc.nb-tc.kb, tc.nb, tc.nc-tc.kc, tc.nc, tc.delta)
+		if math.Abs(p-m) > 2e-4 {
+			t.Errorf("%+v: P=%v, mirrored %v", tc, p, m)
+		}
+	}
+}
+
+func TestProbDiffExceedsMonotone(t *testing.T) {
+	for _, tc := range []struct{ kc, nc, kb, nb int64 }{{6, 2000, 17, 6000}, {3, 100000, 1, 100000}, {51, 1211, 3, 3620}, {0, 0, 0, 0}} {
+		prev := 1.0
+		for d := -1.0; d <= 1.0; d += 0.004 {
+			p := ProbDiffExceeds(tc.kc, tc.nc, tc.kb, tc.nb, d)
+			if p > prev+1e-12 {
+				t.Fatalf("%+v: P(delta=%v)=%v > P(previous delta)=%v", tc, d, p, prev)
+			}
+			prev = p
+		}
+	}
+	// More slow canary messages make worse more likely.
+	prev := 0.0
+	for k := int64(0); k <= 40; k++ {
+		p := ProbDiffExceeds(k, 2000, 6, 2000, 0.001)
+		if p < prev-1e-12 {
+			t.Fatalf("k=%d: P=%v < %v", k, p, prev)
+		}
+		prev = p
+	}
+}
+
+func TestMannWhitneyExactSmall(t *testing.T) {
+	cases := []struct {
+		name string
+		x, y []float64
+		u, p float64
+	}{
+		// U is uniform on {0, 1, 2}.
+		{"1x2 top", []float64{3}, []float64{1, 2}, 2, 1.0 / 3},
+		{"1x2 bottom", []float64{0}, []float64{1, 2}, 0, 1},
+		// The 6 arrangements of 2 and 2 have U = 0, 1, 2, 2, 3, 4.
+		{"2x2 U=3", []float64{2, 4}, []float64{1, 3}, 3, 2.0 / 6},
+		{"2x2 U=2", []float64{1, 4}, []float64{2, 3}, 2, 4.0 / 6},
+		// Complete separation: 1/C(6,3).
+		{"3x3 separated", []float64{5, 6, 7}, []float64{1, 2, 3}, 9, 1.0 / 20},
+		// 1/C(20,10).
+		{"10x10 separated", []float64{11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 100, 1.0 / 184756},
+		// U=8 of 3x3: arrangements with U >= 8 are U=8 (1) and U=9 (1): 2/20.
+		{"3x3 U=8", []float64{3.5, 6, 7}, []float64{1, 2, 4}, 8, 2.0 / 20},
+	}
+	for _, tc := range cases {
+		u, p := MannWhitneyGreater(tc.x, tc.y)
+		if u != tc.u || math.Abs(p-tc.p) > 1e-12 {
+			t.Errorf("%s: U=%v p=%v, want U=%v p=%v", tc.name, u, p, tc.u, tc.p)
+		}
+	}
+}
+
+// judgeTestPermutationP estimates P(U >= observed U) by random
+// permutations of the pooled sample.
+func judgeTestPermutationP(r *rand.Rand, x, y []float64, perms int) float64 {
+	u0, _ := MannWhitneyGreater(x, y)
+	pool := append(append([]float64(nil), x...), y...)
+	hits := 0
+	for i := 0; i < perms; i++ {
+		r.Shuffle(len(pool), func(a, b int) { pool[a], pool[b] = pool[b], pool[a] })
+		u := 0.0
+		for _, a := range pool[:len(x)] {
+			for _, b := range pool[len(x):] {
+				switch {
+				case a > b:
+					u++
+				case a == b:
+					u += 0.5
+				}
+			}
+		}
+		if u >= u0-1e-9 {
+			hits++
+		}
+	}
+	return float64(hits) / float64(perms)
+}
+
+func TestMannWhitneyApproximation(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	// Hand-computed: U = 12.5 = n1*n2/2, ties of 2 at 5 values:
+	// var = 25/12 * (11 - 30/90), z = -0.5/sqrt(var), p = 0.5422.
+	u, p := MannWhitneyGreater([]float64{1, 2, 3, 4, 5}, []float64{1, 2, 3, 4, 5})
+	if u != 12.5 || math.Abs(p-0.54220) > 1e-4 {
+		t.Errorf("identical samples: U=%v p=%v, want 12.5, 0.5422", u, p)
+	}
+	// Ties count 1/2: x=2 ties y=2, beats y=1.
+	if u, _ := MannWhitneyGreater([]float64{2, 2}, []float64{1, 2}); u != 3 {
+		t.Errorf("ties: U=%v, want 3", u)
+	}
+	// All tied: no evidence at all.
+	if _, p := MannWhitneyGreater([]float64{7, 7, 7}, []float64{7, 7}); p != 1 {
+		t.Errorf("all tied: p=%v, want 1", p)
+	}
+	// Empty input and NaN.
+	if _, p := MannWhitneyGreater(nil, []float64{1}); !math.IsNaN(p) {
+		t.Errorf("empty x: p=%v, want NaN", p)
+	}
+	if _, p := MannWhitneyGreater([]float64{1, 2}, []float64{math.NaN()}); !math.IsNaN(p) {
+		t.Errorf("only NaN in y: p=%v, want NaN", p)
+	}
+	// Complete separation of 30 and 30 values.
+	x, y := make([]float64, 30), make([]float64, 30)
+	for i := range x {
+		x[i], y[i] = float64(100+i), float64(i)
+	}
+	if u, p := MannWhitneyGreater(x, y); u != 900 || p > 1e-9 {
+		t.Errorf("separated 30x30: U=%v p=%v, want 900 and tiny", u, p)
+	}
+	if _, p := MannWhitneyGreater(y, x); p < 0.999999 {
+		t.Errorf("separated the other way: p=%v, want ~1", p)
+	}
+	// The normal approximation against a permutation test, with and without
+	// ties.
+	for i, tc := range []struct {
+		n1, n2 int
+		shift  float64
+		round  bool
+	}{
+		{15, 15, 0.5, true}, {12, 20, 0.8, false}, {25, 25, 0.3, false}, {10, 14, 1, true}, {8, 8, 0, true},
+	} {
+		x, y := make([]float64, tc.n1), make([]float64, tc.n2)
+		for j := range x {
+			x[j] = r.NormFloat64() + tc.shift
+		}
+		for j := range y {
+			y[j] = r.NormFloat64()
+		}
+		if tc.round {
+			for j := range x {
+				x[j] = math.Round(2 * x[j])
+			}
+			for j := range y {
+				y[j] = math.Round(2 * y[j])
+			}
+		}
+		_, p := MannWhitneyGreater(x, y)
+		perm := judgeTestPermutationP(r, x, y, 40000)
+		if math.Abs(p-perm) > 0.02 {
+			t.Errorf("case %d: normal approximation p=%.4f, permutation %.4f", i, p, perm)
+		}
+	}
+}
+
+// judgeTestAA runs trials of an A/A comparison: both cohorts of every pair
+// draw from the same distribution, except that with spread > 0 each cohort's
+// slow share and interval scale are multiplied by an independent factor in
+// [2^-spread/2, 2^spread/2] per trial.
+func judgeTestAA(t *testing.T, cfg JudgeConfig, seed uint64, trials int, spread float64) map[Verdict]int {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 99))
+	got := map[Verdict]int{}
+	names := []string{"host=a,peer=b", "host=a,peer=c", "host=b,peer=a", "host=b,peer=c", "host=c,peer=a", "host=c,peer=b"}
+	for trial := 0; trial < trials; trial++ {
+		var data []PairData
+		for _, name := range names {
+			fc := math.Pow(2, spread*(r.Float64()-0.5))
+			fb := math.Pow(2, spread*(r.Float64()-0.5))
+			data = append(data, PairData{
+				Pair:              name,
+				Canary:            Counts{Slow: judgeTestBinomial(r, 2000, 0.003*fc), Total: 2000},
+				Baseline:          Counts{Slow: judgeTestBinomial(r, 6000, 0.003*fb), Total: 6000},
+				CanaryIntervals:   judgeTestIntervals(r, 24, 10*fc),
+				BaselineIntervals: judgeTestIntervals(r, 24, 10*fb),
+			})
+		}
+		res := Judge(cfg, data)
+		got[res.Verdict]++
+		if res.Verdict == VerdictFail {
+			t.Errorf("trial %d: A/A failed: %s", trial, res.Message)
+		}
+	}
+	return got
+}
+
+func TestJudgeAA(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     JudgeConfig
+		minPass float64
+		spread  float64
+	}{
+		{"tolerance 0.01", JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.01}, 0.8, 0},
+		{"tolerance 0.005", JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.005}, 0, 0},
+		{"tolerance 0", JudgeConfig{Quantile: 0.99, Confidence: 0.99}, 0, 0},
+		{"overdispersed tolerance 0.005", JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.005}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const trials = 500
+			got := judgeTestAA(t, tc.cfg, 7, trials, tc.spread)
+			if got[VerdictFail] != 0 {
+				t.Errorf("%d of %d A/A trials failed", got[VerdictFail], trials)
+			}
+			pass := float64(got[VerdictPass]) / trials
+			t.Logf("A/A over %d trials: %d Pass (%.1f%%), %d Inconclusive, %d Fail",
+				trials, got[VerdictPass], 100*pass, got[VerdictInconclusive], got[VerdictFail])
+			if pass < tc.minPass {
+				t.Errorf("Pass share %.3f, want >= %.2f", pass, tc.minPass)
+			}
+		})
+	}
+}
+
+// judgeTestSteps returns n evenly spaced values from lo.
+func judgeTestSteps(n int, lo, step float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = lo + float64(i)*step
+	}
+	return v
+}
+
+func TestJudgeBad(t *testing.T) {
+	cfg := JudgeConfig{Quantile: 0.99, MinSamples: 1000, Confidence: 0.99, MaxIncrease: 0.002}
+	r := rand.New(rand.NewPCG(11, 12))
+	good := func(name string) PairData {
+		return PairData{
+			Pair:              name,
+			Canary:            Counts{Slow: judgeTestBinomial(r, 3000, 0.002), Total: 3000},
+			Baseline:          Counts{Slow: judgeTestBinomial(r, 9000, 0.002), Total: 9000},
+			CanaryIntervals:   judgeTestIntervals(r, 24, 10),
+			BaselineIntervals: judgeTestIntervals(r, 24, 10),
+		}
+	}
+	bad := PairData{
+		Pair:              "host=xavier-b,peer=xavier-a",
+		Canary:            Counts{Slow: 60.4, Total: 1200.2},
+		Baseline:          Counts{Slow: 7, Total: 3600},
+		CanaryIntervals:   judgeTestSteps(24, 50, 1),
+		BaselineIntervals: judgeTestSteps(24, 10, 1),
+	}
+	data := []PairData{good("host=xavier-a,peer=xavier-b"), bad, good("host=xavier-c,peer=xavier-a"),
+		{Pair: "host=xavier-z,peer=unused", Canary: Counts{Slow: 0, Total: 0.3}, Baseline: Counts{Slow: 1, Total: 100}}}
+
+	res := Judge(cfg, data)
+	if res.Verdict != VerdictFail {
+		t.Fatalf("verdict %s (%s), want Fail", res.Verdict, res.Message)
+	}
+	if len(res.Pairs) != 3 {
+		t.Fatalf("%d pairs, want 3 (the unused one left out)", len(res.Pairs))
+	}
+	d := res.Pairs[0]
+	if d.Pair != bad.Pair || d.Verdict != VerdictFail {
+		t.Errorf("deciding pair %s %s, want %s Fail", d.Pair, d.Verdict, bad.Pair)
+	}
+	if d.CanarySlow != 60 || d.CanaryTotal != 1200 || d.BaselineSlow != 7 || d.BaselineTotal != 3600 {
+		t.Errorf("counts %d/%d vs %d/%d", d.CanarySlow, d.CanaryTotal, d.BaselineSlow, d.BaselineTotal)
+	}
+	if math.Abs(d.Effect-(0.05-7.0/3600)) > 1e-12 || math.Abs(d.Effect-0.048) > 0.001 {
+		t.Errorf("effect %v, want ~+0.048", d.Effect)
+	}
+	if !(d.PWorse > 0.9999) || !(d.RankP < 1e-6) {
+		t.Errorf("PWorse %v, RankP %v", d.PWorse, d.RankP)
+	}
+	if res.MinSamples != 1000 {
+		t.Errorf("MinSamples %d, want 1000", res.MinSamples)
+	}
+	if math.Abs(res.PairConfidence-(1-0.01/3)) > 1e-12 {
+		t.Errorf("PairConfidence %v", res.PairConfidence)
+	}
+	if res.Pairs[1].Pair > res.Pairs[2].Pair {
+		t.Errorf("other pairs not sorted: %s, %s", res.Pairs[1].Pair, res.Pairs[2].Pair)
+	}
+	for _, want := range []string{"Fail on host=xavier-b,peer=xavier-a", "5.00% (60/1200)", "0.19% (7/3600)", "effect +4.81 pp", "P(worse by >0.20 pp)=1.0000 at 99.67%", "rank p="} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q lacks %q", res.Message, want)
+		}
+	}
+	t.Log(res.Message)
+	t.Log(d.Reason)
+
+	// Without intervals the exceedance test alone fails the pair.
+	bad2 := bad
+	bad2.CanaryIntervals, bad2.BaselineIntervals = nil, nil
+	if res := Judge(cfg, []PairData{bad2}); res.Verdict != VerdictFail || !math.IsNaN(res.Pairs[0].RankP) {
+		t.Errorf("without intervals: %s, RankP %v (%s)", res.Verdict, res.Pairs[0].RankP, res.Message)
+	}
+	// Too few intervals (below MinIntervals) do not run the rank test either.
+	bad2.CanaryIntervals, bad2.BaselineIntervals = []float64{1, 1, 1}, []float64{1, 1, 1, 1, 1}
+	if res := Judge(cfg, []PairData{bad2}); res.Verdict != VerdictFail || !math.IsNaN(res.Pairs[0].RankP) {
+		t.Errorf("with 3 intervals: %s, RankP %v (%s)", res.Verdict, res.Pairs[0].RankP, res.Message)
+	}
+
+	// Two failing pairs: the larger effect decides.
+	worse := bad
+	worse.Pair = "host=a,peer=b"
+	worse.Canary.Slow = 120
+	res = Judge(cfg, []PairData{bad, worse})
+	if res.Verdict != VerdictFail || res.Pairs[0].Pair != "host=a,peer=b" {
+		t.Errorf("two failing pairs: deciding %s (%s)", res.Pairs[0].Pair, res.Message)
+	}
+}
+
+func TestJudgeRankDoesNotConfirm(t *testing.T) {
+	cfg := JudgeConfig{Quantile: 0.999, Confidence: 0.99, MaxIncrease: 0.002}
+	iv := judgeTestSteps(24, 10, 1)
+	data := []PairData{{
+		Pair:              "peer=xavier-a",
+		Canary:            Counts{Slow: 60, Total: 3200},
+		Baseline:          Counts{Slow: 7, Total: 3600},
+		CanaryIntervals:   iv,
+		BaselineIntervals: iv,
+	}}
+	res := Judge(cfg, data)
+	p := res.Pairs[0]
+	if res.Verdict != VerdictInconclusive || p.Verdict != VerdictInconclusive {
+		t.Fatalf("verdict %s / %s (%s), want Inconclusive", res.Verdict, p.Verdict, res.Message)
+	}
+	if !(p.PWorse >= res.PairConfidence) || !(p.RankP > 0.5) {
+		t.Errorf("PWorse %v, RankP %v", p.PWorse, p.RankP)
+	}
+	if !strings.Contains(p.Reason, "exceedance says worse") || !strings.Contains(p.Reason, "rank test does not confirm: p=0.5") {
+		t.Errorf("reason %q", p.Reason)
+	}
+	if !strings.Contains(res.Message, "rank test does not confirm") {
+		t.Errorf("message %q", res.Message)
+	}
+	t.Log(res.Message)
+
+	// The rank test never blocks a Pass: intervals that look much worse do
+	// not matter when the shares are equal.
+	data[0].Canary.Slow = 0
+	data[0].Baseline.Slow = 0
+	data[0].CanaryIntervals = judgeTestSteps(24, 100, 1)
+	if res := Judge(cfg, data); res.Verdict != VerdictPass || !(res.Pairs[0].RankP < 1e-6) {
+		t.Errorf("rank test changed a Pass: %s, RankP %v (%s)", res.Verdict, res.Pairs[0].RankP, res.Message)
+	}
+}
+
+func TestJudgeSmallSample(t *testing.T) {
+	data := []PairData{{Pair: "peer=xavier-a", Canary: Counts{Slow: 0, Total: 5000}, Baseline: Counts{Slow: 0, Total: 5000}}}
+	res := Judge(JudgeConfig{Quantile: 0.9999, Confidence: 0.99, MaxIncrease: 0.002}, data)
+	if res.Verdict != VerdictInconclusive || !strings.Contains(res.Message, "too few samples: canary 5000 < 30000, baseline 5000 < 30000") {
+		t.Errorf("p99.99 from 5000: %s (%s), want Inconclusive, too few samples", res.Verdict, res.Message)
+	}
+	if res.MinSamples != 30000 || !math.IsNaN(res.Pairs[0].PWorse) {
+		t.Errorf("MinSamples %d, PWorse %v", res.MinSamples, res.Pairs[0].PWorse)
+	}
+	res = Judge(JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.002}, data)
+	if res.Verdict != VerdictPass || res.MinSamples != 300 {
+		t.Errorf("p99 from 5000: %s, MinSamples %d (%s), want Pass, 300", res.Verdict, res.MinSamples, res.Message)
+	}
+	// MinSamples raises the rule-of-three floor.
+	res = Judge(JudgeConfig{Quantile: 0.99, MinSamples: 6000, Confidence: 0.99, MaxIncrease: 0.002}, data)
+	if res.Verdict != VerdictInconclusive || res.MinSamples != 6000 {
+		t.Errorf("MinSamples 6000: %s, %d (%s)", res.Verdict, res.MinSamples, res.Message)
+	}
+	// One short pair makes the canary Inconclusive even when the others
+	// pass, and decides; the shortest canary comes first.
+	data = append(data,
+		PairData{Pair: "peer=xavier-b", Canary: Counts{Total: 812}, Baseline: Counts{Total: 5000}},
+		PairData{Pair: "peer=xavier-c", Canary: Counts{Total: 2000}, Baseline: Counts{Total: 5000}})
+	res = Judge(JudgeConfig{Quantile: 0.999, Confidence: 0.99, MaxIncrease: 0.002}, data)
+	if res.Verdict != VerdictInconclusive || res.Pairs[0].Pair != "peer=xavier-b" || res.Pairs[0].Reason != "too few samples: canary 812 < 3000" {
+		t.Errorf("short pair: %s, %s %q (%s)", res.Verdict, res.Pairs[0].Pair, res.Pairs[0].Reason, res.Message)
+	}
+	if res.Pairs[1].Pair != "peer=xavier-a" || res.Pairs[1].Verdict != VerdictPass {
+		t.Errorf("second pair %s %s", res.Pairs[1].Pair, res.Pairs[1].Verdict)
+	}
+}
+
+func TestJudgeUndecided(t *testing.T) {
+	// An effect near the tolerance is neither Pass nor Fail.
+	cfg := JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.002}
+	data := []PairData{
+		{Pair: "b", Canary: Counts{Slow: 250, Total: 50000}, Baseline: Counts{Slow: 150, Total: 50000}},
+		{Pair: "a", Canary: Counts{Slow: 0, Total: 50000}, Baseline: Counts{Slow: 0, Total: 50000}},
+	}
+	res := Judge(cfg, data)
+	if res.Verdict != VerdictInconclusive || res.Pairs[0].Pair != "b" || !strings.Contains(res.Pairs[0].Reason, "not decided at 99.5%") {
+		t.Errorf("%s: %s %q (%s)", res.Verdict, res.Pairs[0].Pair, res.Pairs[0].Reason, res.Message)
+	}
+	// Pass: the largest PWorse decides.
+	data[0].Canary.Slow = 150
+	res = Judge(cfg, data)
+	if res.Verdict != VerdictPass || res.Pairs[0].Pair != "b" || res.Pairs[1].Pair != "a" {
+		t.Errorf("%s: %s (%s)", res.Verdict, res.Pairs[0].Pair, res.Message)
+	}
+}
+
+func TestJudgeNoSamplesAndInvalid(t *testing.T) {
+	ok := JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.002}
+	for _, data := range [][]PairData{
+		nil,
+		{{Pair: "a", Canary: Counts{Slow: 0, Total: 0}, Baseline: Counts{Slow: 3, Total: 5000}}},
+		{{Pair: "a", Canary: Counts{Slow: 2, Total: -4}, Baseline: Counts{Slow: 3, Total: 5000}}},
+		{{Pair: "a", Canary: Counts{Slow: 1, Total: math.NaN()}, Baseline: Counts{Slow: 3, Total: 5000}}},
+	} {
+		res := Judge(ok, data)
+		if res.Verdict != VerdictInconclusive || res.Message != "no canary samples" || len(res.Pairs) != 0 {
+			t.Errorf("%v: %s %q", data, res.Verdict, res.Message)
+		}
+	}
+	data := []PairData{{Pair: "a", Canary: Counts{Total: 5000}, Baseline: Counts{Total: 5000}}}
+	for _, tc := range []struct {
+		field string
+		mod   func(*JudgeConfig)
+	}{
+		{"Quantile", func(c *JudgeConfig) { c.Quantile = 0 }},
+		{"Quantile", func(c *JudgeConfig) { c.Quantile = 1 }},
+		{"Quantile", func(c *JudgeConfig) { c.Quantile = math.NaN() }},
+		{"Confidence", func(c *JudgeConfig) { c.Confidence = 0.5 }},
+		{"Confidence", func(c *JudgeConfig) { c.Confidence = 1 }},
+		{"MaxIncrease", func(c *JudgeConfig) { c.MaxIncrease = -0.001 }},
+		{"MaxIncrease", func(c *JudgeConfig) { c.MaxIncrease = math.Inf(1) }},
+		{"MinSamples", func(c *JudgeConfig) { c.MinSamples = -1 }},
+		{"MinIntervals", func(c *JudgeConfig) { c.MinIntervals = -1 }},
+	} {
+		cfg := ok
+		tc.mod(&cfg)
+		res := Judge(cfg, data)
+		if res.Verdict != VerdictInconclusive || !strings.Contains(res.Message, tc.field) {
+			t.Errorf("%+v: %s %q, want Inconclusive naming %s", cfg, res.Verdict, res.Message, tc.field)
+		}
+	}
+	if res := Judge(ok, data); res.Verdict != VerdictPass {
+		t.Errorf("valid config: %s (%s)", res.Verdict, res.Message)
+	}
+}
+
+func TestJudgeBonferroni(t *testing.T) {
+	var data []PairData
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		data = append(data, PairData{Pair: name, Canary: Counts{Total: 5000}, Baseline: Counts{Total: 5000}})
+	}
+	res := Judge(JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.002}, data)
+	if want := 1 - 0.01/6; math.Abs(res.PairConfidence-want) > 1e-12 || math.Abs(res.PairConfidence-0.998333) > 1e-6 {
+		t.Errorf("PairConfidence %v, want %v", res.PairConfidence, want)
+	}
+	if !strings.Contains(res.Message, "at 99.83%") {
+		t.Errorf("message %q", res.Message)
+	}
+}
+
+func TestJudgeSampleMinimum(t *testing.T) {
+	for _, tc := range []struct {
+		q    float64
+		min  int64
+		want int64
+	}{
+		{0.9, 0, 30}, {0.99, 0, 300}, {0.999, 0, 3000}, {0.9999, 0, 30000}, {0.5, 0, 6}, {0.995, 0, 600}, {0.999, 5000, 5000}, {0.97, 0, 100},
+	} {
+		if got := judgeSampleMinimum(tc.q, tc.min); got != tc.want {
+			t.Errorf("q=%v min=%d: %d, want %d", tc.q, tc.min, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkProbDiffExceeds(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ProbDiffExceeds(6, 2000, 17, 6000, 0.002)
+	}
+}
