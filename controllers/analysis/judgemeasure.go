@@ -46,6 +46,12 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 	return cfg, nil
 }
 
+// JudgeSampleMinimum is the messages each cohort needs on a pair before the
+// pair is judged: max(minSamples, ceil(3/(1-quantile))).
+func JudgeSampleMinimum(cfg JudgeConfig) int64 {
+	return judgeSampleMinimum(cfg.Quantile, cfg.MinSamples)
+}
+
 // JudgeStep returns judge.step or DefaultJudgeStep.
 func JudgeStep(j *v1alpha1.JudgeSpec) time.Duration {
 	if j != nil && j.Step != nil && j.Step.Duration > 0 {

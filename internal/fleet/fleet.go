@@ -474,11 +474,12 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// DemoTopics is the probe topic of the demo and the e2e tests: a 64 KB
-// message (a planning trajectory or a small point cloud) 20 times a second
-// from every host to every peer. Large enough that a message needs a few
-// congestion windows, so a bad clamp shows in its latency.
-var DemoTopics = []string{"planning:65536:20"}
+// DemoTopics is the probe topic of the demo and the e2e tests: a 32 KB
+// message (a planning trajectory or an object list) 20 times a second from
+// every host to every peer: 23 full frames, so a loss at its tail strands
+// it on the retransmission timer, and small enough that twelve hosts'
+// topics leave the machine's two cores room to forward them.
+var DemoTopics = []string{"planning:32768:20"}
 
 // LANRate is the line rate of the simulated vehicles' switch ports and NICs:
 // the field's 1 Gbit/s switch slowed five times, so that a 2-core machine
@@ -491,11 +492,11 @@ const LANRate = "200mbit"
 const (
 	// IncastBytes is what each other host writes into the first host per
 	// TCP incast round, every IncastEvery.
-	IncastBytes = 128 << 10
+	IncastBytes = 64 << 10
 	IncastEvery = 100 * time.Millisecond
 	// FloodBytes is what each other host sends to the first host per foreign
 	// UDP round, all at once, every FloodEvery.
-	FloodBytes = 512 << 10
+	FloodBytes = 1 << 20
 	FloodEvery = 500 * time.Millisecond
 )
 
@@ -507,7 +508,7 @@ const (
 //     incast; with the shipped clamps it no longer overflows the port);
 //   - foreign UDP: the other hosts send FloodBytes each of UDP to the first
 //     host at the same instant, every FloodEvery (lidar point clouds and a
-//     log upload): twice the port's rate for about 20 ms, so the port drops
+//     log upload): twice the port's rate for about 40 ms, so the port drops
 //     about half of what arrives then, whatever the TCP tuning is. A topic
 //     message caught in it loses segments and their retransmissions; how
 //     long it waits is then up to the retransmission timer (rto_min).

@@ -362,7 +362,7 @@ func (b *bench) vehicleVerified(vehicle, rev string) (bool, error) {
 		}
 		n++
 		ok, _, _ := controllers.NodeReport(nnt)
-		if !ok || controllers.AssignedRevision(nnt, profileName) != rev || nnt.Status.AppliedRevision != rev {
+		if !ok || controllers.AssignedRevision(nnt, profileName) != rev {
 			return false, nil
 		}
 	}
