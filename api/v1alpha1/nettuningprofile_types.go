@@ -474,6 +474,12 @@ type AnalysisSpec struct {
 	DryRun bool `json:"dryRun,omitempty"`
 }
 
+// ProbeLatencyThresholds are bucket bounds (seconds) of the agents'
+// nettune_probe_latency_seconds histogram at the latencies analyses judge by,
+// so that the count of messages slower than each is exact: a Prometheus
+// judge's threshold must be one of them.
+var ProbeLatencyThresholds = []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.5}
+
 // JudgeSpec compares, per host pair, the share of messages slower than a
 // threshold on the canary vehicles against the baseline vehicles over the same
 // window, with a Bayesian beta-binomial test at a stated confidence; a rank
@@ -490,8 +496,8 @@ type AnalysisSpec struct {
 type JudgeSpec struct {
 	// threshold: a message slower than this is slow (e.g. 100ms: half the
 	// kernel's 200 ms RTO floor; 20ms: the fleet's latency target). With
-	// Prometheus, use a bucket bound of nettune_probe_latency_seconds
-	// (5ms, 10ms, 20ms, 50ms, 100ms, 200ms, 500ms are bounds).
+	// Prometheus, it must be a bucket bound of nettune_probe_latency_seconds
+	// (5ms, 10ms, 20ms, 50ms, 100ms, 150ms, 200ms or 500ms).
 	// +required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
@@ -539,9 +545,11 @@ type JudgeSpec struct {
 	TotalQuery string `json:"totalQuery"`
 
 	// intervalQuery is a template of a range query returning, per host pair,
-	// a latency quantile of each .Step over the window (e.g.
-	// quantile_over_time(0.99, ... [{{ .Step }}]) by (host, peer)), for the
-	// rank test that must confirm a failure.
+	// a latency quantile of each .Step over the window, for the rank test
+	// that must confirm a failure. With a series per vehicle (e.g.
+	// max_over_time(... [{{ .Step }}]) by (host, peer, vehicle)) every
+	// vehicle's interval is one value of its pair, so the canary and the
+	// baseline compare like with like whatever their sizes.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	IntervalQuery *string `json:"intervalQuery,omitempty"`

@@ -104,7 +104,7 @@ func run(out io.Writer, args []string) error {
 	stopTraffic := f.StartTraffic(ctx)
 	defer stopTraffic()
 	fmt.Fprintf(out, "    switch ports and NICs at %s with 128 KB port buffers\n", fleet.LANRate)
-	fmt.Fprintln(out, "    traffic: every host sends 32 KB planning messages to every peer 20 times a second;")
+	fmt.Fprintln(out, "    traffic: every host sends 16 KB planning messages to every peer 40 times a second;")
 	fmt.Fprintf(out, "    xavier-b and xavier-c write %d KB each over TCP into xavier-a every %s (incast),\n", fleet.IncastBytes>>10, fleet.IncastEvery)
 	fmt.Fprintf(out, "    and send %d KB each of UDP into xavier-a at once every %s (the busy port drops, whatever the tuning)\n", fleet.FloodBytes>>10, fleet.FloodEvery)
 

@@ -4,12 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/node-agent/latency"
 )
 
 // probeLines draws n probe lines over span ending at end: latencies of a
@@ -43,7 +50,7 @@ func probeLines(seed uint64, n, slow int, end time.Time, span time.Duration) ([]
 func TestJudgeLokiIntegration(t *testing.T) {
 	loki := testenv.StartLoki(t)
 	end := time.Now().Add(-2 * time.Second)
-	const span = 50 * time.Second // inside the sample's 1m window
+	const span = 80 * time.Second // inside the sample's 90s window
 	pairs := [][2]string{{"xavier-b", "xavier-a"}, {"xavier-c", "xavier-a"}, {"xavier-a", "xavier-b"}}
 
 	type key struct{ vehicle, revision, host, peer string }
@@ -61,25 +68,25 @@ func TestJudgeLokiIntegration(t *testing.T) {
 	// Baseline: three vehicles on the stable revision, one message in a
 	// thousand slow on the busy pairs.
 	for i, v := range []string{"av-002", "av-003", "av-004"} {
-		push(v, "stable", 1000, func(_, peer string) int {
+		push(v, "stable", 3000, func(_, peer string) int {
 			if peer == "xavier-a" {
 				return 1
 			}
 			return 0
 		}, uint64(10+i))
 	}
-	// Bad canary: 8 % of the messages into xavier-a slow.
-	push("av-001", "bad", 1000, func(_, peer string) int {
+	// Bad canary: 2 % of the messages into xavier-a slow.
+	push("av-001", "bad", 3000, func(_, peer string) int {
 		if peer == "xavier-a" {
-			return 80
+			return 60
 		}
 		return 0
 	}, 20)
 	// Good canary: as healthy as the baseline.
-	push("av-005", "good", 1000, none, 30)
+	push("av-005", "good", 3000, none, 30)
 	// Young canary: 100 messages per pair, below the sample's minimum.
 	push("av-006", "young", 100, none, 40)
-	loki.WaitForCount(t, `{job="nettune-probe"}`, 3*(3*1000+1000+1000+100), time.Minute)
+	loki.WaitForCount(t, `{job="nettune-probe"}`, 3*(3*3000+3000+3000+100), time.Minute)
 
 	spec := sampleAnalysis(t, "demo/02-xavier-lan-v2.yaml", "slow-messages")
 	q := NewLoki(loki.URL, nil)
@@ -97,8 +104,8 @@ func TestJudgeLokiIntegration(t *testing.T) {
 		if !strings.HasPrefix(d.Pair, "host=xavier-") || !strings.HasSuffix(d.Pair, ",peer=xavier-a") {
 			t.Errorf("deciding pair %q, want a pair into xavier-a", d.Pair)
 		}
-		if d.CanarySlow != 80 || d.CanaryTotal != 1000 || d.BaselineSlow != 3 || d.BaselineTotal != 3000 {
-			t.Errorf("counts canary %d/%d baseline %d/%d, want 80/1000 and 3/3000", d.CanarySlow, d.CanaryTotal, d.BaselineSlow, d.BaselineTotal)
+		if d.CanarySlow != 60 || d.CanaryTotal != 3000 || d.BaselineSlow != 3 || d.BaselineTotal != 9000 {
+			t.Errorf("counts canary %d/%d baseline %d/%d, want 60/3000 and 3/9000", d.CanarySlow, d.CanaryTotal, d.BaselineSlow, d.BaselineTotal)
 		}
 		if len(m.Judge.Pairs) != 3 {
 			t.Errorf("%d pairs judged, want 3", len(m.Judge.Pairs))
@@ -112,7 +119,7 @@ func TestJudgeLokiIntegration(t *testing.T) {
 			}
 		}
 		res := Accumulate(v1alpha1.AnalysisResult{}, m, spec)
-		if res.Phase != ResultFailed || res.Verdict != "Fail" || res.Pair != d.Pair || res.CanarySamples == nil || *res.CanarySamples != 1000 ||
+		if res.Phase != ResultFailed || res.Verdict != "Fail" || res.Pair != d.Pair || res.CanarySamples == nil || *res.CanarySamples != 3000 ||
 			len(res.Pairs) != 3 || res.Probability == "" || res.Confidence == "" {
 			t.Errorf("result %+v", res)
 		}
@@ -124,7 +131,7 @@ func TestJudgeLokiIntegration(t *testing.T) {
 			t.Fatalf("phase %s: %s, want Successful on 3 pairs", m.Phase, m.Message)
 		}
 		for _, p := range m.Judge.Pairs {
-			if p.CanaryTotal != 1000 || p.BaselineTotal != 3000 || p.CanarySlow != 0 {
+			if p.CanaryTotal != 3000 || p.BaselineTotal != 9000 || p.CanarySlow != 0 {
 				t.Errorf("pair %s counts canary %d/%d baseline %d/%d", p.Pair, p.CanarySlow, p.CanaryTotal, p.BaselineSlow, p.BaselineTotal)
 			}
 		}
@@ -147,6 +154,108 @@ func TestJudgeLokiIntegration(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", broken, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
 		if m.Phase != PhaseError || !strings.HasPrefix(m.Message, "canary slowQuery: loki query: HTTP 400") {
 			t.Fatalf("phase %s: %q", m.Phase, m.Message)
+		}
+	})
+}
+
+// TestJudgePrometheusIntegration runs the production sample's judge
+// (config/samples/xavier-lan-v2.yaml, counts from the probe histogram's
+// bucket at the threshold) against a real Prometheus scraping histograms
+// with the agent's bucket bounds, on a shorter window so the test takes
+// seconds, not minutes.
+func TestJudgePrometheusIntegration(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "nettune_probe_latency_seconds", Help: "probe latency", Buckets: latency.LatencyBuckets,
+	}, []string{"vehicle", "host", "peer", "revision"})
+	reg.MustRegister(hist)
+	type series struct {
+		vehicle, revision string
+		slowEvery         int // one observation in slowEvery is 50 ms (0 = none)
+	}
+	all := []series{
+		{"av-001", "bad", 20},   // 5 % slow on every pair
+		{"av-002", "good", 0},   // healthy
+		{"av-003", "stable", 0}, // baseline
+		{"av-004", "stable", 0},
+	}
+	pairs := [][2]string{{"xavier-b", "xavier-a"}, {"xavier-a", "xavier-b"}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		n := 0
+		for {
+			for range 5 { // 100 observations a second per series
+				n++
+				for _, s := range all {
+					for _, p := range pairs {
+						v := 0.004
+						if s.slowEvery > 0 && n%s.slowEvery == 0 {
+							v = 0.05
+						}
+						hist.WithLabelValues(s.vehicle, p[0], p[1], s.revision).Observe(v)
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	target := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(target.Close)
+	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	prom.WaitForQuery(t, `count_over_time(nettune_probe_latency_seconds_count{vehicle="av-001"}[1m]) >= 20`, time.Minute)
+
+	spec := sampleAnalysis(t, "xavier-lan-v2.yaml", "slow-messages").DeepCopy()
+	spec.Window = &metav1.Duration{Duration: 15 * time.Second}
+	spec.Judge.Step = &metav1.Duration{Duration: 3 * time.Second}
+	spec.MinSamples = ptrInt64(1000)
+	spec.Judge.Quantile = ptrString("0.99")
+	spec.Judge.MaxIncrease = ptrString("0.01")
+	q := NewPrometheus(prom.URL, nil)
+	ctx := context.Background()
+	baseline := Cohort{Vehicles: []string{"av-003", "av-004"}, Revision: "stable"}
+	at := time.Now()
+
+	t.Run("bad canary fails", func(t *testing.T) {
+		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
+		t.Logf("measurement: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseFailed || len(m.Judge.Pairs) != 2 {
+			t.Fatalf("phase %s: %s, want Failed on 2 pairs", m.Phase, m.Message)
+		}
+		for _, p := range m.Judge.Pairs {
+			// increase() extrapolates to the window's edges: about 1500
+			// messages and 5 % of them slow, not exactly.
+			share := float64(p.CanarySlow) / float64(p.CanaryTotal)
+			if p.CanaryTotal < 1000 || p.CanaryTotal > 2000 || share < 0.04 || share > 0.06 || p.BaselineSlow != 0 || p.BaselineTotal < 2000 {
+				t.Errorf("pair %s: canary %d/%d baseline %d/%d", p.Pair, p.CanarySlow, p.CanaryTotal, p.BaselineSlow, p.BaselineTotal)
+			}
+			if !strings.HasPrefix(p.Pair, "host=xavier-") {
+				t.Errorf("pair %q is not keyed by host and peer", p.Pair)
+			}
+		}
+	})
+	t.Run("good canary passes", func(t *testing.T) {
+		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-002"}, Revision: "good"}, baseline, at)
+		t.Logf("measurement: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseSuccessful {
+			t.Fatalf("phase %s: %s, want Successful", m.Phase, m.Message)
+		}
+	})
+	t.Run("the threshold must be a bucket bound", func(t *testing.T) {
+		off := spec.DeepCopy()
+		off.Judge.Threshold = metav1.Duration{Duration: 21 * time.Millisecond}
+		m := Measure(ctx, q, "xavier-lan", off, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
+		// No bucket le="0.021": the subtraction would match nothing and no
+		// message would ever be slow; refused instead of passing.
+		if m.Phase != PhaseError || !strings.Contains(m.Message, "judge.threshold 21ms is not a bucket bound") {
+			t.Fatalf("phase %s: %s, want Error naming the threshold", m.Phase, m.Message)
 		}
 	})
 }

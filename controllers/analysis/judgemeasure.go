@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +44,17 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 	}
 	if j.Threshold.Duration <= 0 {
 		return cfg, fmt.Errorf("judge.threshold %s must be positive", j.Threshold.Duration)
+	}
+	// A Prometheus threshold that is not a bucket bound would match no
+	// bucket: no message would ever count as slow.
+	if spec.Provider == v1alpha1.ProviderPrometheus && strings.Contains(j.SlowQuery, ".ThresholdSeconds") &&
+		!slices.Contains(v1alpha1.ProbeLatencyThresholds, j.Threshold.Duration.Seconds()) {
+		var bounds []string
+		for _, b := range v1alpha1.ProbeLatencyThresholds {
+			bounds = append(bounds, time.Duration(b*float64(time.Second)).String())
+		}
+		return cfg, fmt.Errorf("judge.threshold %s is not a bucket bound of nettune_probe_latency_seconds (%s): the slow query would match no bucket",
+			j.Threshold.Duration, strings.Join(bounds, ", "))
 	}
 	return cfg, nil
 }
@@ -133,9 +146,15 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		if err != nil {
 			return nil, fmt.Errorf("%s intervalQuery: %w", cohort, err)
 		}
+		// A series per vehicle (by (host, peer, vehicle)) makes each
+		// vehicle's interval one value of its pair: the canary's intervals
+		// and the baseline's then each cover one vehicle's messages.
 		out := make(map[string][]float64, len(series))
 		for _, s := range series {
-			out[s.Key] = append(out[s.Key], s.Values...)
+			labels := maps.Clone(s.Labels)
+			delete(labels, "vehicle")
+			key := SeriesKey(labels)
+			out[key] = append(out[key], s.Values...)
 		}
 		return out, nil
 	}

@@ -17,6 +17,8 @@ type Series struct {
 	// Key names the series by its labels, sorted, without __name__:
 	// "host=xavier-b,peer=xavier-a"; "" for a series without labels.
 	Key string
+	// Labels are the series' labels.
+	Labels map[string]string
 	// Value is the series' value in an instant vector.
 	Value float64
 	// Values are the series' values of a range query, in time order, NaN
@@ -65,7 +67,7 @@ func (h *httpQuerier) QueryVector(ctx context.Context, query string, at time.Tim
 			return nil, fmt.Errorf("%s query: %w", h.provider, err)
 		}
 		if ok {
-			out = append(out, Series{Key: SeriesKey(s.Metric), Value: v})
+			out = append(out, Series{Key: SeriesKey(s.Metric), Labels: s.Metric, Value: v})
 		}
 	}
 	return out, nil
@@ -98,7 +100,7 @@ func (h *httpQuerier) QueryRange(ctx context.Context, query string, start, end t
 	}
 	out := make([]Series, 0, len(mat))
 	for _, s := range mat {
-		ser := Series{Key: SeriesKey(s.Metric)}
+		ser := Series{Key: SeriesKey(s.Metric), Labels: s.Metric}
 		for _, raw := range s.Values {
 			v, ok, err := parseSample(raw)
 			if err != nil {

@@ -474,12 +474,14 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// DemoTopics is the probe topic of the demo and the e2e tests: a 32 KB
-// message (a planning trajectory or an object list) 20 times a second from
-// every host to every peer: 23 full frames, so a loss at its tail strands
-// it on the retransmission timer, and small enough that twelve hosts'
-// topics leave the machine's two cores room to forward them.
-var DemoTopics = []string{"planning:32768:20"}
+// DemoTopics is the probe topic of the demo and the e2e tests: a 16 KB
+// message (a planning trajectory or an object list) 40 times a second from
+// every host to every peer: 12 full frames, so a loss at its tail strands
+// it on the retransmission timer; 40 a second so that a pair of one canary
+// vehicle gathers the ~2500 messages a 0.2-point verdict needs in about a
+// minute; small enough that twelve hosts' topics leave the machine's two
+// cores room to forward them.
+var DemoTopics = []string{"planning:16384:40"}
 
 // LANRate is the line rate of the simulated vehicles' switch ports and NICs:
 // the field's 1 Gbit/s switch slowed five times, so that a 2-core machine
@@ -497,7 +499,7 @@ const (
 	// FloodBytes is what each other host sends to the first host per foreign
 	// UDP round, all at once, every FloodEvery.
 	FloodBytes = 1 << 20
-	FloodEvery = 500 * time.Millisecond
+	FloodEvery = 250 * time.Millisecond
 )
 
 // StartTraffic runs the field's loss scenarios in every vehicle until the

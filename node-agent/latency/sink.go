@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // Sample is one acknowledged message.
@@ -60,10 +62,10 @@ func (ss Sinks) Lost(s Sample) {
 var LatencyBuckets = withBounds(prometheus.ExponentialBucketsRange(0.0001, 1, 40), ThresholdBuckets...)
 
 // ThresholdBuckets are bucket bounds at the latencies analyses judge by
-// (the fleet's 20 ms target, the 200 ms RTO floor and its half, ...), so
-// that the count of messages slower than each is exact: total minus the
-// bucket le="<bound>".
-var ThresholdBuckets = []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}
+// (the fleet's 20 ms target, the 200 ms RTO floor, ...), so that the count
+// of messages slower than each is exact: total minus the bucket
+// le="<bound>".
+var ThresholdBuckets = v1alpha1.ProbeLatencyThresholds
 
 // withBounds returns bs with extra added, sorted, without duplicates.
 func withBounds(bs []float64, extra ...float64) []float64 {
