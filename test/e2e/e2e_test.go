@@ -148,6 +148,17 @@ func waitProfile(t *testing.T, timeout time.Duration, what string, cond func(*v1
 	}
 }
 
+// stopOn fails the test at once, with the analysis, when p's status (for its
+// current spec) is in phase.
+func stopOn(t *testing.T, p *v1alpha1.NetTuningProfile, phase, what string) {
+	t.Helper()
+	if p.Status.ObservedGeneration != p.Generation || p.Status.Phase != phase {
+		return
+	}
+	out, _ := f.Plugin(context.Background(), "status", profile)
+	t.Fatalf("%s:\n%s", what, out)
+}
+
 // nodes lists every NodeNetTuning.
 func nodes(t *testing.T) []v1alpha1.NodeNetTuning {
 	t.Helper()
@@ -332,10 +343,12 @@ func TestE2E(t *testing.T) {
 		began := time.Now()
 		apply(t, "02-xavier-lan-v2.yaml")
 		sawPartial := false
-		p := waitProfile(t, 6*time.Minute, "v2 stable", func(p *v1alpha1.NetTuningProfile) bool {
+		p := waitProfile(t, 10*time.Minute, "v2 stable", func(p *v1alpha1.NetTuningProfile) bool {
 			if p.Status.CurrentRevision != r1 && p.Status.Vehicles.Updated > 1 && p.Status.Vehicles.Updated < p.Status.Vehicles.Total {
 				sawPartial = true
 			}
+			stopOn(t, p, planner.PhaseRolledBack, "the good profile was rolled back (a false rollback)")
+			stopOn(t, p, planner.PhasePaused, "the good profile's rollout paused")
 			return p.Status.StableRevision != r1 && p.Status.StableRevision != "" && p.Status.Phase == planner.PhaseHealthy
 		})
 		r2 = p.Status.StableRevision
@@ -361,9 +374,13 @@ func TestE2E(t *testing.T) {
 		apply(t, "03-xavier-lan-bad.yaml")
 		var canaries []string
 		var r3 string
-		p := waitProfile(t, 4*time.Minute, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+		p := waitProfile(t, 6*time.Minute, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
 			if p.Status.CurrentRevision != r2 {
 				r3, canaries = p.Status.CurrentRevision, p.Status.CanaryVehicles
+			}
+			stopOn(t, p, planner.PhasePaused, "the bad profile's rollout paused instead of rolling back")
+			if p.Status.StableRevision != r2 && p.Status.StableRevision != "" {
+				t.Fatalf("the bad profile became stable (%s): promoted, not rolled back", p.Status.StableRevision)
 			}
 			return p.Status.Phase == planner.PhaseRolledBack
 		})

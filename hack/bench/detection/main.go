@@ -71,7 +71,7 @@ func main() {
 	var c config
 	var arms string
 	flag.IntVar(&c.trials, "trials", 20, "trials per arm")
-	flag.StringVar(&arms, "arms", "aa,rto200,cwnd1,rto2ms-noquickack", "arms, run in rotating order")
+	flag.StringVar(&arms, "arms", "aa,untuned,cwnd1,rto2ms-noquickack", "arms, run in rotating order")
 	flag.Float64Var(&c.load, "load", 0.5, "share of each CPU the background load keeps busy (0 = none)")
 	flag.IntVar(&c.vehicles, "vehicles", 4, "simulated vehicles of 3 hosts (1 canary per trial, the rest baseline)")
 	flag.DurationVar(&c.maxTrial, "max-trial", 150*time.Second, "longest a trial waits for both decisions after the canary verified")
@@ -117,7 +117,10 @@ type arm struct {
 
 var allArms = map[string]arm{
 	"aa": {name: "aa", title: "A/A: v2 again (only ssthresh differs, ignored by this kernel)", edit: func(*v1alpha1.NetTuningProfileSpec) {}},
-	"rto200": {name: "rto200", title: "rto_min back at 200 ms (the untuned state)", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
+	"untuned": {name: "untuned", title: "the untuned state: no clamp, kernel initcwnd, rto_min back at 200 ms", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
+		s.Defaults = &v1alpha1.TCPParameters{RTOMin: &metav1.Duration{Duration: 200 * time.Millisecond}}
+	}},
+	"rto200": {name: "rto200", title: "rto_min back at 200 ms, the clamp kept", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
 		s.Defaults.RTOMin = &metav1.Duration{Duration: 200 * time.Millisecond}
 	}},
 	"cwnd1": {name: "cwnd1", title: "cwnd 1 and rto_min 1s into xavier-a (the demo's stage 3)", bad: true, edit: func(s *v1alpha1.NetTuningProfileSpec) {
@@ -234,6 +237,11 @@ func run(c config) error {
 			return err
 		}
 		trials = append(trials, t)
+		// The report is rewritten after every trial: an interrupted run
+		// leaves the trials it completed, and says how many.
+		if err := (&report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}).write(); err != nil {
+			return err
+		}
 		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, canary, t.verified.Round(100*time.Millisecond))
 		for _, m := range methods {
 			d := t.by[m.name]
@@ -241,18 +249,9 @@ func run(c config) error {
 		}
 		fmt.Println()
 	}
-	r := report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began}
-	if c.out != "" {
-		if err := os.WriteFile(c.out, []byte(r.markdown()), 0o644); err != nil {
-			return err
-		}
-		fmt.Println("wrote", c.out)
-	}
-	if c.png != "" {
-		if err := r.plot(c.png); err != nil {
-			return err
-		}
-		fmt.Println("wrote", c.png)
+	r := report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}
+	if err := r.write(); err != nil {
+		return err
 	}
 	fmt.Print(r.table())
 	return nil
@@ -384,6 +383,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		ss := int32(1 + i%29)
 		p.Spec.Defaults.Ssthresh = &ss
 		a.edit(&p.Spec)
+		p.Spec.Defaults.Ssthresh = &ss
 		p.Spec.Rollout = &v1alpha1.RolloutSpec{
 			Canary:         v1alpha1.CanarySpec{Vehicles: []string{canary}},
 			Steps:          []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}},

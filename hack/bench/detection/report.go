@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -24,6 +25,22 @@ type report struct {
 	methods []method
 	took    time.Duration
 	began   time.Time
+	planned int
+}
+
+// write writes the report and the plot where the flags say.
+func (r *report) write() error {
+	if r.c.out != "" {
+		if err := os.WriteFile(r.c.out, []byte(r.markdown()), 0o644); err != nil {
+			return err
+		}
+	}
+	if r.c.png != "" {
+		if err := r.plot(r.c.png); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cell is one arm x method.
@@ -135,11 +152,16 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Detection benchmark: the judge against the threshold analysis\n\n")
-	fmt.Fprintf(&b, "Produced by `make bench-detection` (`go run ./hack/bench/detection`, root) on %s: %d CPUs, %s. The whole run took **%s**.\n\n",
-		r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(), r.took.Round(time.Second))
+	fmt.Fprintf(&b, "Produced by `make bench-detection` (`go run ./hack/bench/detection %s`, root) on %s: %d CPUs, %s. ",
+		strings.Join(os.Args[1:], " "), r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version())
+	if len(r.trials) < r.planned {
+		fmt.Fprintf(&b, "**%d of the %d planned trials** completed in %s (the run was stopped or is still going; the report is rewritten after every trial).\n\n", len(r.trials), r.planned, r.took.Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, "The whole run (%d trials) took **%s**.\n\n", len(r.trials), r.took.Round(time.Second))
+	}
 	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd and Loki; the topics are the demo's (64 KB messages, 20 a second from every host to every peer) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, fleet.LANRate)
 	fmt.Fprintf(&b, "- **Background load**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", runtime.NumCPU(), 100*r.c.load)
-	fmt.Fprintf(&b, "- **Trials**: %d per arm, arms interleaved (%s), the canary vehicle rotating over the fleet; each trial a new revision given to one canary through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. Both analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until both decided or %s passed.\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.vehicles-1, r.c.maxTrial)
+	fmt.Fprintf(&b, "- **Trials**: %d per arm planned, arms interleaved (%s), the canary vehicle rotating over the fleet; each trial a new revision given to one canary through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. Both analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until both decided or %s passed.\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.vehicles-1, r.c.maxTrial)
 	j := r.methods[0].spec
 	cfg, _ := analysis.JudgeConfigFor(j)
 	fmt.Fprintf(&b, "- **Judge** (`%s` of `config/samples/demo/02-xavier-lan-v2.yaml`): per host pair, the share of messages slower than %s; Fail when the canary's is larger by more than %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of per-%s p99 confirms, Pass at that confidence that it is not, at least %d messages per cohort and pair (quantile %g); every %s over at most %s.\n",
