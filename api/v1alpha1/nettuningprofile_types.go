@@ -530,6 +530,17 @@ type JudgeSpec struct {
 	// +kubebuilder:validation:Pattern=`^0(\.[0-9]+)?$`
 	MaxIncrease *string `json:"maxIncrease,omitempty"`
 
+	// maxRatio is how many times the baseline's slow share the canary's may
+	// be before maxIncrease is added: the canary is worse when its share
+	// exceeds maxRatio x baseline + maxIncrease (e.g. "2"). Slow messages
+	// from CPU stalls come and go with the machine's load on every vehicle
+	// alike; a ratio keeps a busier hour from reading as a regression.
+	// +optional
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([1-9][0-9]*)(\.[0-9]+)?$`
+	MaxRatio *string `json:"maxRatio,omitempty"`
+
 	// slowQuery is a template of an instant query returning, per host pair,
 	// the number of messages slower than the threshold over .Window.
 	// +required
@@ -665,8 +676,8 @@ type AnalysisResult struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Effect string `json:"effect,omitempty"`
-	// probability is the posterior probability that the canary is worse than
-	// the baseline by more than maxIncrease on that pair.
+	// probability is the posterior probability that the canary's slow share
+	// exceeds maxRatio x the baseline's + maxIncrease on that pair.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Probability string `json:"probability,omitempty"`

@@ -298,6 +298,11 @@ func (in *JudgeSpec) DeepCopyInto(out *JudgeSpec) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.MaxRatio != nil {
+		in, out := &in.MaxRatio, &out.MaxRatio
+		*out = new(string)
+		**out = **in
+	}
 	if in.IntervalQuery != nil {
 		in, out := &in.IntervalQuery, &out.IntervalQuery
 		*out = new(string)

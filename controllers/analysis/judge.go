@@ -58,6 +58,10 @@ type JudgeConfig struct {
 	// MaxIncrease is the tolerated increase of the slow share of the canary
 	// over the baseline's, absolute (0.002 is 0.2 percentage points), >= 0.
 	MaxIncrease float64
+	// MaxRatio is how many times the baseline's slow share the canary's may
+	// be before MaxIncrease is added: the canary is worse when its share
+	// exceeds MaxRatio x baseline + MaxIncrease. 0 means 1.
+	MaxRatio float64
 	// MinIntervals is the fewest per-interval values each cohort needs for
 	// the rank test to run, >= 0; 0 means 5.
 	MinIntervals int
@@ -237,7 +241,7 @@ func Judge(cfg JudgeConfig, data []PairData) JudgeResult {
 		msg.WriteString(d.Reason)
 		msg.WriteString("; ")
 	}
-	msg.WriteString(judgeEvidence(d, cfg.MaxIncrease, pc))
+	msg.WriteString(judgeEvidence(d, cfg, pc))
 	fmt.Fprintf(&msg, " (%d pairs: %d Fail, %d Inconclusive, %d Pass)", m, nFail, nInc, nPass)
 
 	return JudgeResult{
@@ -279,7 +283,7 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 		return r, true
 	}
 
-	r.PWorse = ProbDiffExceeds(r.CanarySlow, r.CanaryTotal, r.BaselineSlow, r.BaselineTotal, cfg.MaxIncrease)
+	r.PWorse = ProbExceeds(r.CanarySlow, r.CanaryTotal, r.BaselineSlow, r.BaselineTotal, judgeRatio(cfg), cfg.MaxIncrease)
 	conf := judgeConfPct(pc)
 	switch {
 	case r.PWorse >= pc:
@@ -309,13 +313,17 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 
 // judgeEvidence formats a pair's shares, counts, effect and probabilities
 // for the overall message.
-func judgeEvidence(r PairResult, maxIncrease, pc float64) string {
+func judgeEvidence(r PairResult, cfg JudgeConfig, pc float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "slow share canary %.2f%% (%d/%d) vs baseline %.2f%% (%d/%d), effect %+.2f pp",
 		100*r.CanaryShare, r.CanarySlow, r.CanaryTotal,
 		100*r.BaselineShare, r.BaselineSlow, r.BaselineTotal, 100*r.Effect)
 	if !math.IsNaN(r.PWorse) {
-		fmt.Fprintf(&b, ", P(worse by >%.2f pp)=%.4f at %s", 100*maxIncrease, r.PWorse, judgeConfPct(pc))
+		if ratio := judgeRatio(cfg); ratio != 1 {
+			fmt.Fprintf(&b, ", P(canary > %g x baseline + %.2f pp)=%.4f at %s", ratio, 100*cfg.MaxIncrease, r.PWorse, judgeConfPct(pc))
+		} else {
+			fmt.Fprintf(&b, ", P(worse by >%.2f pp)=%.4f at %s", 100*cfg.MaxIncrease, r.PWorse, judgeConfPct(pc))
+		}
 	}
 	if !math.IsNaN(r.RankP) {
 		fmt.Fprintf(&b, ", rank p=%.2g", r.RankP)
@@ -331,6 +339,8 @@ func judgeConfigError(cfg JudgeConfig) string {
 		return fmt.Sprintf("Quantile %v is not in (0, 1)", cfg.Quantile)
 	case !(cfg.Confidence > 0.5 && cfg.Confidence < 1):
 		return fmt.Sprintf("Confidence %v is not in (0.5, 1)", cfg.Confidence)
+	case !(cfg.MaxRatio == 0 || cfg.MaxRatio >= 1) || math.IsInf(cfg.MaxRatio, 0):
+		return fmt.Sprintf("MaxRatio %v is not a finite number >= 1", cfg.MaxRatio)
 	case !(cfg.MaxIncrease >= 0) || math.IsInf(cfg.MaxIncrease, 0):
 		return fmt.Sprintf("MaxIncrease %v is not a finite number >= 0", cfg.MaxIncrease)
 	case cfg.MinSamples < 0:
@@ -490,6 +500,20 @@ func (g *jeffreysGrid) at(theta float64) float64 {
 // by the trapezoid rule over the baseline grid. The error is below about
 // 1e-4. delta >= 1 gives 0, delta <= -1 gives 1 and NaN gives NaN.
 func ProbDiffExceeds(slowC, totalC, slowB, totalB int64, delta float64) float64 {
+	return ProbExceeds(slowC, totalC, slowB, totalB, 1, delta)
+}
+
+// judgeRatio is cfg.MaxRatio, 1 when unset.
+func judgeRatio(cfg JudgeConfig) float64 {
+	if cfg.MaxRatio == 0 {
+		return 1
+	}
+	return cfg.MaxRatio
+}
+
+// ProbExceeds returns P(pC > ratio*pB + delta) under the same posteriors
+// as ProbDiffExceeds (which is ratio 1), computed the same way.
+func ProbExceeds(slowC, totalC, slowB, totalB int64, ratio, delta float64) float64 {
 	switch {
 	case math.IsNaN(delta):
 		return math.NaN()
@@ -497,6 +521,8 @@ func ProbDiffExceeds(slowC, totalC, slowB, totalB int64, delta float64) float64 
 		return 0
 	case delta <= -1:
 		return 1
+	case math.IsNaN(ratio) || ratio < 0:
+		return math.NaN()
 	}
 	totalC, totalB = max(totalC, 0), max(totalB, 0)
 	slowC, slowB = min(max(slowC, 0), totalC), min(max(slowB, 0), totalB)
@@ -512,7 +538,7 @@ func ProbDiffExceeds(slowC, totalC, slowB, totalB int64, delta float64) float64 
 			continue
 		}
 		s := math.Sin(b.lo + float64(i)*b.h)
-		t := s*s + delta
+		t := ratio*s*s + delta
 		var tail float64
 		switch {
 		case t <= 0:

@@ -42,6 +42,9 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 	if cfg.MaxIncrease, err = parseDecimal("judge.maxIncrease", j.MaxIncrease, DefaultJudgeMaxIncrease); err != nil {
 		return cfg, err
 	}
+	if cfg.MaxRatio, err = parseDecimal("judge.maxRatio", j.MaxRatio, 1); err != nil {
+		return cfg, err
+	}
 	if j.Threshold.Duration <= 0 {
 		return cfg, fmt.Errorf("judge.threshold %s must be positive", j.Threshold.Duration)
 	}
@@ -82,7 +85,7 @@ func JudgeStep(j *v1alpha1.JudgeSpec) time.Duration {
 // Judge. Pass is PhaseSuccessful, Fail PhaseFailed, Inconclusive
 // PhaseInconclusive; a template or query error is PhaseError. Canary and
 // Baseline are the deciding pair's slow shares in percent, Threshold the
-// baseline's share plus maxIncrease (percent), CanarySamples and
+// baseline's share times maxRatio plus maxIncrease (percent), CanarySamples and
 // BaselineSamples the deciding pair's message counts.
 func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	cfg, err := JudgeConfigFor(spec)
@@ -235,7 +238,7 @@ func judgeMeasurement(at time.Time, cfg JudgeConfig, res JudgeResult) Measuremen
 		d := res.Pairs[0]
 		m.Canary = ptr(100 * d.CanaryShare)
 		m.Baseline = ptr(100 * d.BaselineShare)
-		m.Threshold = ptr(100 * (d.BaselineShare + cfg.MaxIncrease))
+		m.Threshold = ptr(100 * (judgeRatio(cfg)*d.BaselineShare + cfg.MaxIncrease))
 		m.CanarySamples = ptr(float64(d.CanaryTotal))
 		m.BaselineSamples = ptr(float64(d.BaselineTotal))
 	}

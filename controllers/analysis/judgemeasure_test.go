@@ -85,3 +85,25 @@ func TestAccumulateJudge(t *testing.T) {
 }
 
 func ptrInt32(v int32) *int32 { return &v }
+
+// ProbExceeds with a ratio: a canary at 0.4 % against a baseline at 0.3 %
+// is not worse than twice the baseline plus 0.3 points, but it is worse
+// than the baseline plus 0.05 points; ratio 1 is ProbDiffExceeds.
+func TestProbExceedsRatio(t *testing.T) {
+	relaxed := ProbExceeds(40, 10000, 90, 30000, 2, 0.003)
+	strict := ProbExceeds(40, 10000, 90, 30000, 1, 0.0005)
+	if relaxed > 0.001 || strict < 0.5 {
+		t.Fatalf("P(> 2b + 0.3pp) = %v (want ~0), P(> b + 0.05pp) = %v (want > 0.5)", relaxed, strict)
+	}
+	if a, b := ProbExceeds(40, 10000, 90, 30000, 1, 0.001), ProbDiffExceeds(40, 10000, 90, 30000, 0.001); a != b {
+		t.Fatalf("ratio 1: %v != %v", a, b)
+	}
+	cfg := JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxIncrease: 0.003, MaxRatio: 2}
+	res := Judge(cfg, []PairData{{Pair: "p", Canary: Counts{Slow: 40, Total: 10000}, Baseline: Counts{Slow: 90, Total: 30000}}})
+	if res.Verdict != VerdictPass || !strings.Contains(res.Message, "2 x baseline") {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Message)
+	}
+	if res := Judge(JudgeConfig{Quantile: 0.99, Confidence: 0.99, MaxRatio: 0.5}, nil); res.Verdict != VerdictInconclusive || !strings.Contains(res.Message, "MaxRatio") {
+		t.Fatalf("ratio below 1: %s %s", res.Verdict, res.Message)
+	}
+}
