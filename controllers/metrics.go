@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"math"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -41,6 +43,12 @@ var (
 	analysisValue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nettune_analysis_value", Help: "Latest analysis value by cohort (canary, baseline) and the threshold applied.",
 	}, []string{"profile", "analysis", "series"})
+	judgeSlowShare = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_analysis_judge_slow_share", Help: "A judge's latest share of slow messages per host pair and cohort (canary, baseline).",
+	}, []string{"profile", "analysis", "pair", "cohort"})
+	judgeProbability = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_analysis_judge_probability", Help: "A judge's latest posterior probability, per host pair, that the canary is worse than its tolerance.",
+	}, []string{"profile", "analysis", "pair"})
 	analysisMeasurements = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nettune_analysis_measurements_total", Help: "Analysis measurements by phase.",
 	}, []string{"profile", "analysis", "phase"})
@@ -50,7 +58,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(rolloutStep, rolloutPhase, rolloutVehicles, rollbacksTotal, analysisValue, analysisMeasurements, nodesRendered)
+	metrics.Registry.MustRegister(rolloutStep, rolloutPhase, rolloutVehicles, rollbacksTotal, analysisValue, judgeSlowShare, judgeProbability, analysisMeasurements, nodesRendered)
 }
 
 func recordMetrics(p *v1alpha1.NetTuningProfile) {
@@ -78,10 +86,19 @@ func recordMeasurement(profile string, spec *v1alpha1.AnalysisSpec, m analysis.M
 			analysisValue.WithLabelValues(profile, spec.Name, series).Set(*v)
 		}
 	}
+	if m.Judge != nil {
+		for _, pr := range m.Judge.Pairs {
+			judgeSlowShare.WithLabelValues(profile, spec.Name, pr.Pair, "canary").Set(pr.CanaryShare)
+			judgeSlowShare.WithLabelValues(profile, spec.Name, pr.Pair, "baseline").Set(pr.BaselineShare)
+			if !math.IsNaN(pr.PWorse) {
+				judgeProbability.WithLabelValues(profile, spec.Name, pr.Pair).Set(pr.PWorse)
+			}
+		}
+	}
 }
 
 func deleteMetrics(profile string) {
-	for _, v := range []*prometheus.GaugeVec{rolloutStep, rolloutPhase, rolloutVehicles, analysisValue} {
+	for _, v := range []*prometheus.GaugeVec{rolloutStep, rolloutPhase, rolloutVehicles, analysisValue, judgeSlowShare, judgeProbability} {
 		v.DeletePartialMatch(prometheus.Labels{"profile": profile})
 	}
 }

@@ -121,6 +121,10 @@ func RolloutHealth() *Dashboard {
 	b.row("Analysis")
 	b.add(dashed(timeseries("Analysis values against thresholds", "The latest measurement of each analysis: canary and baseline values and the threshold the canary was held to (dashed).", "none", steps,
 		promRange(`max by (analysis, series) (nettune_analysis_value{profile="$profile"})`, "{{analysis}} {{series}}")), ".*threshold.*"), 16, 8)
+	b.add(timeseries("Judge: slow share per host pair", "A judge's latest share of messages slower than its threshold, per host pair, canary against baseline (the verdict compares them with a stated confidence; see docs/rollout.md).", "percentunit", steps,
+		promRange(`max by (analysis, pair, cohort) (nettune_analysis_judge_slow_share{profile="$profile"})`, "{{analysis}} {{pair}} {{cohort}}")), 12, 8)
+	b.add(timeseries("Judge: P(canary worse) per host pair", "The posterior probability that the canary's slow share exceeds its tolerance on each host pair; a rollback needs it above the pair's confidence and the rank test to agree.", "percentunit", steps,
+		promRange(`max by (analysis, pair) (nettune_analysis_judge_probability{profile="$profile"})`, "{{analysis}} {{pair}}")), 12, 8)
 	b.add(table("Measurements by result", "Analysis measurements since the controller started, by analysis and result (Successful, Failed, Inconclusive, Error).", "none",
 		promTable(`max by (analysis, phase) (nettune_analysis_measurements_total{profile="$profile"})`)), 8, 8)
 
