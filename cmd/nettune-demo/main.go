@@ -284,7 +284,7 @@ func (d *demo) walkthrough(o options) error {
 		return err
 	}
 
-	d.section("stage 2: the shipped v2 profile, canary first, promoted on Loki latency analysis")
+	d.section("stage 2: the shipped v2 profile, canary first, judged per host pair against the rest of the fleet")
 	before, err := d.profile()
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ func (d *demo) walkthrough(o options) error {
 		return nil
 	}
 
-	d.section("stage 3: a bad edit (the busy pair clamped to 1 packet, rto_min 1s); the controller rolls it back")
+	d.section("stage 3: a bad edit (the pairs into xavier-a clamped to 1 packet, rto_min 1s), canary first")
 	before = p
 	d.badApplied = time.Now()
 	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "03-xavier-lan-bad.yaml")); err != nil {
