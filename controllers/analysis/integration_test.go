@@ -22,6 +22,33 @@ import (
 	"github.com/nettune/nettune/internal/testenv"
 )
 
+// every calls observe at once and then every period until the test ends.
+func every(t *testing.T, period time.Duration, observe func()) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			observe()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	t.Cleanup(func() { close(stop); wg.Wait() })
+}
+
+// scrapedBy starts a real Prometheus scraping reg (served over HTTP until
+// the test ends).
+func scrapedBy(t *testing.T, reg *prometheus.Registry) *testenv.Prometheus {
+	target := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(target.Close)
+	return testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+}
+
 // sampleAnalysis loads the named analysis of a profile in config/samples.
 func sampleAnalysis(t *testing.T, file, name string) *v1alpha1.AnalysisSpec {
 	t.Helper()
@@ -213,33 +240,16 @@ func TestPrometheusIntegration(t *testing.T) {
 	}
 	// Histogram traffic for the xavier-lan-v1 sample queries: the canary's
 	// observations all fall in (15ms, 20ms], the baseline's in (5ms, 10ms].
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			for i := 0; i < 20; i++ {
-				hist.WithLabelValues("av-001", "r2").Observe(0.017)
-				hist.WithLabelValues("av-002", "r2").Observe(0.018)
-				hist.WithLabelValues("av.003", "r1").Observe(0.007)
-				hist.WithLabelValues("av-004", "r1").Observe(0.008)
-				hist.WithLabelValues("av-001", "r3").Observe(0.006)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
+	every(t, 100*time.Millisecond, func() {
+		for i := 0; i < 20; i++ {
+			hist.WithLabelValues("av-001", "r2").Observe(0.017)
+			hist.WithLabelValues("av-002", "r2").Observe(0.018)
+			hist.WithLabelValues("av.003", "r1").Observe(0.007)
+			hist.WithLabelValues("av-004", "r1").Observe(0.008)
+			hist.WithLabelValues("av-001", "r3").Observe(0.006)
 		}
-	}()
-	t.Cleanup(func() { close(stop); wg.Wait() })
-	target := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(target.Close)
-
-	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	})
+	prom := scrapedBy(t, reg)
 	prom.WaitForQuery(t, `count(nettune_test_latency_ms) == 7`, time.Minute)
 	prom.WaitForQuery(t, `count_over_time(nettune_probe_latency_seconds_count{vehicle="av-001",revision="r3"}[1m]) >= 4`, time.Minute)
 

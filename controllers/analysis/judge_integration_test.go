@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -180,36 +177,22 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 		{"av-004", "stable", 0},
 	}
 	pairs := [][2]string{{"xavier-b", "xavier-a"}, {"xavier-a", "xavier-b"}}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		n := 0
-		for {
-			for range 5 { // 100 observations a second per series
-				n++
-				for _, s := range all {
-					for _, p := range pairs {
-						v := 0.004
-						if s.slowEvery > 0 && n%s.slowEvery == 0 {
-							v = 0.05
-						}
-						hist.WithLabelValues(s.vehicle, p[0], p[1], s.revision).Observe(v)
+	n := 0
+	every(t, 50*time.Millisecond, func() {
+		for range 5 { // 100 observations a second per series
+			n++
+			for _, s := range all {
+				for _, p := range pairs {
+					v := 0.004
+					if s.slowEvery > 0 && n%s.slowEvery == 0 {
+						v = 0.05
 					}
+					hist.WithLabelValues(s.vehicle, p[0], p[1], s.revision).Observe(v)
 				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
 			}
 		}
 	})
-	t.Cleanup(func() { close(stop); wg.Wait() })
-	target := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Cleanup(target.Close)
-	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	prom := scrapedBy(t, reg)
 	prom.WaitForQuery(t, `count_over_time(nettune_probe_latency_seconds_count{vehicle="av-001"}[1m]) >= 20`, time.Minute)
 
 	spec := sampleAnalysis(t, "xavier-lan-v2.yaml", "slow-messages").DeepCopy()

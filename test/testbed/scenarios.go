@@ -414,98 +414,10 @@ type UDPStats struct {
 // with the default NIC shaping — every `every` until ctx ends (not an
 // error); every <= 0 sends one burst. The receiver reads and discards.
 func ForeignBursts(ctx context.Context, from, to *Host, burstBytes int, every time.Duration) (UDPStats, error) {
-	var st UDPStats
-	v, err := sameVehicle(from, to)
-	if err != nil {
-		return st, fmt.Errorf("foreign bursts: %w", err)
+	if from == to {
+		return UDPStats{}, errors.New("foreign bursts: want two hosts and burstBytes > 0")
 	}
-	if from == to || burstBytes <= 0 {
-		return st, errors.New("foreign bursts: want two hosts and burstBytes > 0")
-	}
-	ctx, done, err := v.begin(ctx)
-	if err != nil {
-		return st, err
-	}
-	defer done()
-	var rc, sc *net.UDPConn
-	if err := to.Do(func() error {
-		var err error
-		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: to.Addr.AsSlice()})
-		return err
-	}); err != nil {
-		return st, fmt.Errorf("foreign bursts: listen on %s: %w", to.Name, err)
-	}
-	defer rc.Close()
-	_ = rc.SetReadBuffer(4 << 20)
-	dst := rc.LocalAddr().(*net.UDPAddr)
-	if err := from.Do(func() error {
-		var err error
-		sc, err = net.DialUDP("udp4", &net.UDPAddr{IP: from.Addr.AsSlice()}, dst)
-		return err
-	}); err != nil {
-		return st, fmt.Errorf("foreign bursts: socket on %s: %w", from.Name, err)
-	}
-	defer sc.Close()
-	stop := context.AfterFunc(ctx, func() { sc.Close() })
-	defer stop()
-
-	var received atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		buf := make([]byte, 65536)
-		for {
-			k, err := rc.Read(buf)
-			received.Add(int64(k))
-			if err != nil {
-				return
-			}
-		}
-	})
-	payload := make([]byte, UDPPayload)
-	startT := time.Now()
-	var serr error
-loop:
-	for {
-		t0 := time.Now()
-		for left := burstBytes; left > 0; {
-			k := min(left, UDPPayload)
-			nw, err := sc.Write(payload[:k])
-			if err != nil {
-				if ctx.Err() != nil {
-					break loop
-				}
-				// A NIC queue overflow (ENOBUFS) or an ICMP error is a lost
-				// datagram, as on a real host; anything else ends the run.
-				if !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ECONNREFUSED) {
-					serr = err
-					break loop
-				}
-			} else {
-				st.Datagrams++
-				st.BytesSent += int64(nw)
-			}
-			left -= k
-		}
-		st.Bursts++
-		if every <= 0 {
-			break
-		}
-		select {
-		case <-time.After(time.Until(t0.Add(every))):
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	st.Duration = time.Since(startT)
-	// Let the tail drain through the switch before counting what arrived.
-	time.Sleep(20 * time.Millisecond)
-	rc.Close()
-	wg.Wait()
-	st.BytesReceived = received.Load()
-	if serr != nil {
-		return st, fmt.Errorf("foreign bursts %s -> %s: %w", from.Name, to.Name, serr)
-	}
-	return st, nil
+	return foreignUDP(ctx, "foreign bursts", []*Host{from}, to, burstBytes, every)
 }
 
 // AddrPort returns h's LAN address with port.
@@ -520,17 +432,22 @@ func (h *Host) AddrPort(port uint16) netip.AddrPort { return netip.AddrPortFrom(
 // `every` (or when the previous one finished, if later) until ctx ends,
 // which is not an error; every <= 0 runs one round.
 func ForeignIncast(ctx context.Context, from []*Host, to *Host, burstBytes int, every time.Duration) (UDPStats, error) {
+	return foreignUDP(ctx, "foreign incast", from, to, burstBytes, every)
+}
+
+// foreignUDP is ForeignBursts and ForeignIncast; what names them in errors.
+func foreignUDP(ctx context.Context, what string, from []*Host, to *Host, burstBytes int, every time.Duration) (UDPStats, error) {
 	var st UDPStats
 	if len(from) == 0 || burstBytes <= 0 {
-		return st, errors.New("foreign incast: want senders and burstBytes > 0")
+		return st, fmt.Errorf("%s: want senders and burstBytes > 0", what)
 	}
 	v, err := sameVehicle(append([]*Host{to}, from...)...)
 	if err != nil {
-		return st, fmt.Errorf("foreign incast: %w", err)
+		return st, fmt.Errorf("%s: %w", what, err)
 	}
 	for _, h := range from {
 		if h == to {
-			return st, fmt.Errorf("foreign incast: %s sends to itself", h.Name)
+			return st, fmt.Errorf("%s: %s sends to itself", what, h.Name)
 		}
 	}
 	ctx, done, err := v.begin(ctx)
@@ -544,7 +461,7 @@ func ForeignIncast(ctx context.Context, from []*Host, to *Host, burstBytes int, 
 		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: to.Addr.AsSlice()})
 		return err
 	}); err != nil {
-		return st, fmt.Errorf("foreign incast: listen on %s: %w", to.Name, err)
+		return st, fmt.Errorf("%s: listen on %s: %w", what, to.Name, err)
 	}
 	defer rc.Close()
 	_ = rc.SetReadBuffer(4 << 20)
@@ -559,7 +476,7 @@ func ForeignIncast(ctx context.Context, from []*Host, to *Host, burstBytes int, 
 			for _, s := range socks[:i] {
 				s.Close()
 			}
-			return st, fmt.Errorf("foreign incast: socket on %s: %w", h.Name, err)
+			return st, fmt.Errorf("%s: socket on %s: %w", what, h.Name, err)
 		}
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -633,7 +550,7 @@ func ForeignIncast(ctx context.Context, from []*Host, to *Host, burstBytes int, 
 	rwg.Wait()
 	st.Datagrams, st.BytesSent, st.BytesReceived = datagrams.Load(), sentBytes.Load(), received.Load()
 	if err := serr.get(); err != nil {
-		return st, fmt.Errorf("foreign incast -> %s: %w", to.Name, err)
+		return st, fmt.Errorf("%s -> %s: %w", what, to.Name, err)
 	}
 	return st, nil
 }
