@@ -75,6 +75,8 @@ var (
 	descRTO     = prometheus.NewDesc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets).", []string{"node", "destination"}, nil)
 	descCwnd    = prometheus.NewDesc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets).", []string{"node", "destination"}, nil)
 	descRetrans = prometheus.NewDesc("nettune_tcp_total_retrans", "Retransmitted segments over the life of the sockets (sum).", []string{"node", "destination"}, nil)
+	descRTOs    = prometheus.NewDesc("nettune_tcp_rto_timeouts", "Retransmission timeouts over the life of the sockets (sum; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min.", []string{"node", "destination"}, nil)
+	descDSACK   = prometheus.NewDesc("nettune_tcp_dsack_dups", "Segments the peer received twice (D-SACK) over the life of the sockets (sum; Linux 5.10+): spurious retransmissions, a guard on rto_min below the delayed-ACK time.", []string{"node", "destination"}, nil)
 	descSockets = prometheus.NewDesc("nettune_tcp_sockets", "TCP sockets to the destination.", []string{"node", "destination"}, nil)
 )
 
@@ -86,7 +88,7 @@ type specCollector struct {
 }
 
 func (c *specCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRevision, descRTT, descRTO, descCwnd, descRetrans, descSockets} {
+	for _, d := range []*prometheus.Desc{descRevision, descRTT, descRTO, descCwnd, descRetrans, descRTOs, descDSACK, descSockets} {
 		ch <- d
 	}
 }
@@ -120,12 +122,17 @@ func collectTCPInfo(ch chan<- prometheus.Metric, node string, host *kernel.Handl
 			continue
 		}
 		var rtt, rto float64
-		var cwnd, retrans float64
+		var cwnd, retrans, rtos, dsack float64
+		hasRTOs, hasDSACK := true, true
 		for _, s := range socks {
 			rtt = max(rtt, s.RTT.Seconds())
 			rto = max(rto, s.RTO.Seconds())
 			cwnd = max(cwnd, float64(s.SndCwnd))
 			retrans += float64(s.TotalRetrans)
+			rtos += float64(s.TotalRTO)
+			dsack += float64(s.DSACKDups)
+			hasRTOs = hasRTOs && s.HasTotalRTO
+			hasDSACK = hasDSACK && s.HasDSACK
 		}
 		d := dst.String()
 		ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(len(socks)), node, d)
@@ -136,5 +143,11 @@ func collectTCPInfo(ch chan<- prometheus.Metric, node string, host *kernel.Handl
 		ch <- prometheus.MustNewConstMetric(descRTO, prometheus.GaugeValue, rto, node, d)
 		ch <- prometheus.MustNewConstMetric(descCwnd, prometheus.GaugeValue, cwnd, node, d)
 		ch <- prometheus.MustNewConstMetric(descRetrans, prometheus.CounterValue, retrans, node, d)
+		if hasRTOs {
+			ch <- prometheus.MustNewConstMetric(descRTOs, prometheus.CounterValue, rtos, node, d)
+		}
+		if hasDSACK {
+			ch <- prometheus.MustNewConstMetric(descDSACK, prometheus.CounterValue, dsack, node, d)
+		}
 	}
 }

@@ -51,6 +51,15 @@ type TCPSocketInfo struct {
 	PMTU         uint32
 	RcvSsthresh  uint32
 	BytesAcked   uint64 // 0 when the kernel's tcp_info is too short
+	// DSACKDups counts segments the peer reported received twice (D-SACK):
+	// retransmissions that were not needed (tcpi_dsack_dups, Linux 5.10+).
+	DSACKDups uint32
+	// TotalRTO counts retransmission timeouts of the socket's life
+	// (tcpi_total_rto, Linux 6.7+).
+	TotalRTO uint32
+	// HasDSACK and HasTotalRTO say whether the kernel's tcp_info carried
+	// those fields.
+	HasDSACK, HasTotalRTO bool
 	// HasInfo is false when the kernel sent no tcp_info (time-wait sockets).
 	HasInfo bool
 }
@@ -163,5 +172,11 @@ func parseTCPInfo(b []byte, s *TCPSocketInfo) {
 	s.TotalRetrans = at(100)
 	if len(b) >= 128 {
 		s.BytesAcked = nativeEndian.Uint64(b[120:])
+	}
+	if len(b) >= 220 {
+		s.DSACKDups, s.HasDSACK = at(216), true
+	}
+	if len(b) >= 242 {
+		s.TotalRTO, s.HasTotalRTO = uint32(nativeEndian.Uint16(b[240:])), true
 	}
 }

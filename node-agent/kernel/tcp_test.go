@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"net"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -291,5 +292,51 @@ func TestTCPCountersPerNamespace(t *testing.T) {
 	}
 	if ic.All["Tcp.ActiveOpens"] != 0 || ic.All["Tcp.OutSegs"] != 0 {
 		t.Errorf("idle namespace counters: ActiveOpens %d OutSegs %d", ic.All["Tcp.ActiveOpens"], ic.All["Tcp.OutSegs"])
+	}
+}
+
+// TestGuardCounters: the retransmission timeouts and D-SACK counters read
+// through sock_diag are the socket's own (getsockopt TCP_INFO), and an
+// outage of the path shows up in the timeouts.
+func TestGuardCounters(t *testing.T) {
+	p := newPair(t)
+	srv := startServer(t, p.B, p.addrB)
+	c := dial(t, p.A, p.addrB, srv.port())
+	send(t, c, 16<<10)
+	before := sockInfo(t, p.A, c)
+	if !before.HasTotalRTO || !before.HasDSACK {
+		t.Skipf("this kernel's tcp_info has no tcpi_total_rto/tcpi_dsack_dups (len < 242)")
+	}
+	// Drop everything B receives from A for a while: A's segments time out.
+	rule := []string{"-p", "tcp", "-s", p.addrA.String(), "-j", "DROP"}
+	ipt := func(op string) {
+		t.Helper()
+		out, err := exec.Command("ip", append([]string{"netns", "exec", p.B.name, "iptables", op, "INPUT"}, rule...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables %s: %v: %s", op, err, out)
+		}
+	}
+	ipt("-A")
+	done := make(chan struct{})
+	go func() { defer close(done); send(t, c, 64<<10) }()
+	time.Sleep(1500 * time.Millisecond) // the default rto_min 200ms: two or three timeouts
+	ipt("-D")
+	<-done
+	var after TCPSocketInfo
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		after = sockInfo(t, p.A, c)
+		gi := getsockoptTCPInfo(t, c)
+		if uint32(gi.Total_rto) == after.TotalRTO && gi.Dsack_dups == after.DSACKDups && gi.Total_retrans == after.TotalRetrans && after.Retrans == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sock_diag total_rto %d dsack %d retrans %d, getsockopt %d %d %d", after.TotalRTO, after.DSACKDups, after.TotalRetrans, gi.Total_rto, gi.Dsack_dups, gi.Total_retrans)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("before the outage: %d RTOs, %d retransmitted, %d D-SACKs; after: %d, %d, %d",
+		before.TotalRTO, before.TotalRetrans, before.DSACKDups, after.TotalRTO, after.TotalRetrans, after.DSACKDups)
+	if after.TotalRTO <= before.TotalRTO {
+		t.Errorf("a 1.5 s outage left total_rto at %d (was %d)", after.TotalRTO, before.TotalRTO)
 	}
 }
