@@ -41,6 +41,7 @@ type runOptions struct {
 	vehicle            string
 	vehicleLabel       string
 	host               string
+	hostLabel          string
 	lokiURL            string
 	lokiBufferDir      string
 	lokiBufferMaxBytes int64
@@ -83,6 +84,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
 	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
 	fs.StringVar(&o.host, "host", "", "this node's host name inside its vehicle (value of the host label, e.g. xavier-b): the host label of the probe's metrics and samples, so analyses compare host pairs (host -> peer) across vehicles")
+	fs.StringVar(&o.hostLabel, "host-from-node-label", "", "when --host is not set, read the host from this label of the node's Node object (e.g. nettune.io/host), remembered in the state directory for starts without the API server")
 	fs.StringVar(&o.lokiURL, "loki-url", "", "Loki base URL (e.g. http://loki:3100) to ship probe samples and apply events to; empty ships nothing")
 	fs.StringVar(&o.lokiBufferDir, "loki-buffer-dir", "", "directory buffering what Loki has not taken yet (default <state-dir>/loki-buffer)")
 	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
@@ -133,6 +135,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 
 	if o.vehicle == "" && o.vehicleLabel != "" {
 		o.vehicle = resolveVehicle(ctx, c.stateDir, o.node, o.vehicleLabel, 10*time.Second, log)
+	}
+	if o.host == "" && o.hostLabel != "" {
+		o.host = resolveHost(ctx, c.stateDir, o.node, o.hostLabel, 10*time.Second, log)
 	}
 
 	var shipper *lokipush.Shipper

@@ -19,32 +19,47 @@ import (
 // the API server.
 const vehicleFile = "vehicle"
 
+// hostFile remembers the host read from the Node, for boots without the
+// API server.
+const hostFile = "host"
+
 // resolveVehicle returns the value of label on this node's Node object (one
 // GET, bounded by timeout) and remembers it in stateDir; when the API server
 // cannot be reached, it returns the value remembered by an earlier start, or
 // "" with the reason. A DaemonSet cannot pass a node's labels to its pods,
 // so the agent reads its vehicle itself.
 func resolveVehicle(ctx context.Context, stateDir, node, label string, timeout time.Duration, log logr.Logger) string {
-	path := filepath.Join(stateDir, vehicleFile)
-	vehicle, err := nodeLabel(ctx, node, label, timeout)
+	return resolveNodeLabel(ctx, filepath.Join(stateDir, vehicleFile), "vehicle", node, label, timeout, log)
+}
+
+// resolveHost is resolveVehicle for the host label (the host name inside the
+// vehicle, e.g. xavier-b).
+func resolveHost(ctx context.Context, stateDir, node, label string, timeout time.Duration, log logr.Logger) string {
+	return resolveNodeLabel(ctx, filepath.Join(stateDir, hostFile), "host", node, label, timeout, log)
+}
+
+// resolveNodeLabel reads label from this node's Node and remembers it in
+// path; what names the value in logs.
+func resolveNodeLabel(ctx context.Context, path, what, node, label string, timeout time.Duration, log logr.Logger) string {
+	value, err := nodeLabel(ctx, node, label, timeout)
 	if err == nil {
-		if vehicle == "" {
-			log.Info("this node has no vehicle label: what is shipped to Loki has no vehicle label", "label", label)
+		if value == "" {
+			log.Info("this node has no "+what+" label: what is shipped to Loki has no "+what+" label", "label", label)
 			return ""
 		}
-		if err := writeFileAtomic(path, []byte(vehicle+"\n")); err != nil {
-			log.Error(err, "remembering the vehicle")
+		if err := writeFileAtomic(path, []byte(value+"\n")); err != nil {
+			log.Error(err, "remembering the "+what)
 		}
-		return vehicle
+		return value
 	}
 	raw, rerr := os.ReadFile(path)
 	if rerr != nil {
-		log.Error(err, "reading this node's vehicle label; none remembered either", "label", label)
+		log.Error(err, "reading this node's "+what+" label; none remembered either", "label", label)
 		return ""
 	}
-	vehicle = strings.TrimSpace(string(raw))
-	log.Info("reading this node's vehicle label failed; using the one remembered", "vehicle", vehicle, "error", err.Error())
-	return vehicle
+	value = strings.TrimSpace(string(raw))
+	log.Info("reading this node's "+what+" label failed; using the one remembered", what, value, "error", err.Error())
+	return value
 }
 
 func nodeLabel(ctx context.Context, node, label string, timeout time.Duration) (string, error) {

@@ -29,7 +29,7 @@ func TestResolveVehicle(t *testing.T) {
 	})
 	ctx := context.Background()
 	for name, labels := range map[string]map[string]string{
-		"av-007-xavier-a": {"nettune.io/vehicle": "av-007"},
+		"av-007-xavier-a": {"nettune.io/vehicle": "av-007", "nettune.io/host": "xavier-a"},
 		"bare":            nil,
 	} {
 		if err := cp.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
@@ -49,6 +49,13 @@ func TestResolveVehicle(t *testing.T) {
 	if got := resolveVehicle(ctx, t.TempDir(), "bare", "nettune.io/vehicle", 10*time.Second, log); got != "" {
 		t.Fatalf("node without the label: vehicle %q, want none", got)
 	}
+	// The host, the same way, remembered beside the vehicle.
+	if got := resolveHost(ctx, state, "av-007-xavier-a", "nettune.io/host", 10*time.Second, log); got != "xavier-a" {
+		t.Fatalf("host %q, want xavier-a", got)
+	}
+	if raw, err := os.ReadFile(filepath.Join(state, hostFile)); err != nil || string(raw) != "xavier-a\n" {
+		t.Fatalf("remembered host %q, %v", raw, err)
+	}
 
 	// Offline: a kubeconfig whose server refuses connections.
 	offline := filepath.Join(t.TempDir(), "kubeconfig")
@@ -64,6 +71,9 @@ current-context: c
 	t.Setenv("KUBECONFIG", offline)
 	if got := resolveVehicle(ctx, state, "av-007-xavier-a", "nettune.io/vehicle", 2*time.Second, log); got != "av-007" {
 		t.Fatalf("offline with a remembered vehicle: %q, want av-007", got)
+	}
+	if got := resolveHost(ctx, state, "av-007-xavier-a", "nettune.io/host", 2*time.Second, log); got != "xavier-a" {
+		t.Fatalf("offline with a remembered host: %q, want xavier-a", got)
 	}
 	if got := resolveVehicle(ctx, t.TempDir(), "av-007-xavier-a", "nettune.io/vehicle", 2*time.Second, log); got != "" {
 		t.Fatalf("offline with nothing remembered: %q, want none", got)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,15 @@ import (
 
 	"github.com/nettune/nettune/internal/scheme"
 )
+
+// startTimeout bounds the start of etcd and of kube-apiserver each:
+// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT when set, else 2 minutes.
+func startTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 2 * time.Minute
+}
 
 // ControlPlane is a running etcd + kube-apiserver with the nettune CRDs.
 type ControlPlane struct {
@@ -76,6 +86,10 @@ func Start(stateDir string) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 		Scheme:                scheme,
+		// envtest's 20 s is not enough for kube-apiserver to come up on two
+		// cores that other work keeps busy (seen at load average 37);
+		// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT still overrides it.
+		ControlPlaneStartTimeout: startTimeout(),
 	}
 	cfg, err := env.Start()
 	if err != nil {
