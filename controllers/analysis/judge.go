@@ -81,7 +81,7 @@ type PairResult struct {
 	// Effect is CanaryShare - BaselineShare.
 	Effect float64
 	// PWorse is the posterior probability that the canary's slow share
-	// exceeds the baseline's by more than MaxIncrease; NaN when not computed
+	// exceeds MaxRatio x the baseline's + MaxIncrease; NaN when not computed
 	// (too few samples).
 	PWorse float64
 	// RankP is the one-sided Mann-Whitney p-value that the canary's
@@ -118,7 +118,8 @@ const judgeDefaultMinIntervals = 5
 // deterministic. The rules:
 //
 //  1. The configuration is checked first: Quantile must be in (0, 1),
-//     Confidence in (0.5, 1), MaxIncrease finite and >= 0, MinSamples and
+//     Confidence in (0.5, 1), MaxIncrease finite and >= 0, MaxRatio 0 (one)
+//     or finite and >= 1, MinSamples and
 //     MinIntervals >= 0. A violation gives Inconclusive with a message
 //     naming the field.
 //  2. Counts are rounded to the nearest integer, negatives and NaN become
@@ -132,9 +133,10 @@ const judgeDefaultMinIntervals = 5
 //     the rule of three, fewer messages cannot bound a share at the quantile
 //     asked. A pair whose canary or baseline Total is below N is
 //     Inconclusive ("too few samples: canary 812 < 3000"), never Pass.
-//  5. The exceedance test: PWorse = ProbDiffExceeds(canary, baseline,
-//     MaxIncrease), the posterior probability under Jeffreys priors that the
-//     canary's slow share exceeds the baseline's by more than MaxIncrease.
+//  5. The exceedance test: PWorse = ProbExceeds(canary, baseline,
+//     MaxRatio, MaxIncrease), the posterior probability under Jeffreys
+//     priors that the canary's slow share exceeds MaxRatio times the
+//     baseline's plus MaxIncrease.
 //     PWorse >= c' makes the pair a candidate Fail, PWorse <= 1-c' a Pass,
 //     anything between Inconclusive.
 //  6. The rank test, a second opinion that only confirms a rollback: when
