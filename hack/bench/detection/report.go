@@ -159,13 +159,17 @@ func (r *report) markdown() string {
 	} else {
 		fmt.Fprintf(&b, "The whole run (%d trials) took **%s**.\n\n", len(r.trials), r.took.Round(time.Second))
 	}
-	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd and Loki; the topics are the demo's (64 KB messages, 20 a second from every host to every peer) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, fleet.LANRate)
+	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd and Loki; the topics are the demo's (%s from every host to every peer: name:bytes:rate) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, fleet.LANRate, strings.Join(fleet.DemoTopics, ", "))
 	fmt.Fprintf(&b, "- **Background load**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", runtime.NumCPU(), 100*r.c.load)
 	fmt.Fprintf(&b, "- **Trials**: %d per arm planned, arms interleaved (%s), the canary vehicle rotating over the fleet; each trial a new revision given to one canary through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. Both analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until both decided or %s passed.\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.vehicles-1, r.c.maxTrial)
 	j := r.methods[0].spec
 	cfg, _ := analysis.JudgeConfigFor(j)
-	fmt.Fprintf(&b, "- **Judge** (`%s` of `config/samples/demo/02-xavier-lan-v2.yaml`): per host pair, the share of messages slower than %s; Fail when the canary's is larger by more than %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of per-%s p99 confirms, Pass at that confidence that it is not, at least %d messages per cohort and pair (quantile %g); every %s over at most %s.\n",
-		j.Name, j.Judge.Threshold.Duration, 100*cfg.MaxIncrease, 100*cfg.Confidence, analysis.JudgeStep(j.Judge), analysis.JudgeSampleMinimum(cfg), cfg.Quantile, analysis.Interval(j), analysis.Window(j))
+	ratio := cfg.MaxRatio
+	if ratio == 0 {
+		ratio = 1
+	}
+	fmt.Fprintf(&b, "- **Judge** (`%s` of `config/samples/demo/02-xavier-lan-v2.yaml`): per host pair, the share of messages slower than %s; Fail when the canary's is larger than %g x the baseline's + %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of each vehicle's per-%s values (`intervalQuery`) confirms, Pass at that confidence that it is not, at least %d messages per cohort and pair (quantile %g); every %s over at most %s, from one step after the first measurement.\n",
+		j.Name, j.Judge.Threshold.Duration, ratio, 100*cfg.MaxIncrease, 100*cfg.Confidence, analysis.JudgeStep(j.Judge), analysis.JudgeSampleMinimum(cfg), cfg.Quantile, analysis.Interval(j), analysis.Window(j))
 	t := r.methods[1].spec
 	fmt.Fprintf(&b, "- **Threshold analysis** (`%s`, the demo's before the judge, `hack/bench/detection/threshold.yaml`): the canary's worst destination host p99.9 against the baseline's x %s + %s ms, %d measurements, at least %d samples; every %s over %s.\n\n",
 		t.Name, *t.MaxBaselineFactor, *t.MaxBaselineOffset, *t.Measurements, *t.MinSamples, analysis.Interval(t), analysis.Window(t))
