@@ -79,7 +79,15 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/benchmarks-detection.md", "report (\"\" = none)")
 	flag.StringVar(&c.png, "png", "docs/bench-detection.png", "plot (\"\" = none)")
 	flag.Float64Var(&c.burn, "burn", 0, "internal: be the background load at this share of every CPU")
+	replotFrom := flag.String("replot", "", "redraw -png from this written report instead of running trials")
 	flag.Parse()
+	if *replotFrom != "" {
+		if err := replot(*replotFrom, c.png, c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-detection:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if c.burn > 0 {
 		burn(c.burn)
 		return

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -212,7 +213,7 @@ var methodColors = []color.RGBA{{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, 
 // is a rollback (Fail), a ring a promotion (Pass), a cross no decision.
 func (r *report) plot(path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Decision after the canary verified (%d trials per arm, %.0f %% background load)", r.c.trials, 100*r.c.load)
+	p.Title.Text = fmt.Sprintf("Decision after the canary verified (%d trials, %.0f %% background load)", len(r.trials), 100*r.c.load)
 	p.Y.Label.Text = "seconds"
 	p.X.Label.Text = "arm (left: judge, right: threshold)"
 	var names []string
@@ -265,4 +266,44 @@ func (r *report) plot(path string) error {
 	p.NominalX(names...)
 	p.Legend.Top = true
 	return p.Save(9*vg.Inch, 5*vg.Inch, path)
+}
+
+// replot redraws the plot of a written report from its table of every
+// trial (the arm, and each analysis' phase and decision time).
+func replot(md, png string, c config) error {
+	data, err := os.ReadFile(md)
+	if err != nil {
+		return err
+	}
+	row := regexp.MustCompile(`^\| (\d+) \| ([a-z0-9-]+) \| `)
+	cell := regexp.MustCompile(`\*\*([A-Za-z]+)\*\* after ([0-9hms.]+):`)
+	r := &report{c: c, methods: []method{{name: "judge"}, {name: "threshold"}}}
+	seen := map[string]bool{}
+	c.arms = nil
+	for _, line := range strings.Split(string(data), "\n") {
+		m := row.FindStringSubmatch(line)
+		cells := cell.FindAllStringSubmatch(line, -1)
+		if m == nil || len(cells) != 2 {
+			continue
+		}
+		t := trial{arm: m[2], by: map[string]decision{}}
+		for i, meth := range r.methods {
+			d, err := time.ParseDuration(cells[i][2])
+			if err != nil {
+				return fmt.Errorf("trial %s: %w", m[1], err)
+			}
+			phase := cells[i][1]
+			if phase == "undecided" {
+				phase = ""
+			}
+			t.by[meth.name] = decision{phase: phase, after: d}
+		}
+		if !seen[t.arm] {
+			seen[t.arm] = true
+			c.arms = append(c.arms, t.arm)
+		}
+		r.trials = append(r.trials, t)
+	}
+	r.c = c
+	return r.plot(png)
 }
