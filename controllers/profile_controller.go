@@ -265,10 +265,7 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 	} else {
 		// The cohorts settled when the analysis took its first measurement
 		// (a judge counts messages only from one step after that).
-		since := now
-		if prev.Started != nil {
-			since = prev.Started.Time
-		}
+		since := analysis.StartedAt(prev, now)
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		meas = analysis.Measure(qctx, q, p.Name,
 			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since},

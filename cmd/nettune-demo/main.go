@@ -353,16 +353,16 @@ func (d *demo) summary() {
 		}
 		return to.Sub(from).Round(time.Second).String()
 	}
-	or := func(o outcome) string {
+	seen := func(o outcome) string {
 		if o == "" {
 			return "not run"
 		}
 		return string(o)
 	}
-	fmt.Fprintf(d.out, "    v2 (good):  %s\n", or(d.goodOutcome))
+	fmt.Fprintf(d.out, "    v2 (good):  %s\n", seen(d.goodOutcome))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> first canary verified:  %s\n", since(d.applied, d.firstCanary))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> whole fleet verified:   %s\n", since(d.applied, d.fleetVerified))
-	fmt.Fprintf(d.out, "    bad edit:   %s\n", or(d.badOutcome))
+	fmt.Fprintf(d.out, "    bad edit:   %s\n", seen(d.badOutcome))
 	if d.badOutcome != "" {
 		fmt.Fprintf(d.out, "    kubectl apply (bad) -> %s: %s\n", d.badOutcome, since(d.badApplied, d.badDecided))
 	}

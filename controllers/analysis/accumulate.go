@@ -142,6 +142,15 @@ func truncateMessage(s string, n int) string {
 	return s[:cut] + ell
 }
 
+// StartedAt is when the analysis of r took its first measurement, or now
+// when it has taken none: the instant its cohorts settled (Cohort.Since).
+func StartedAt(r v1alpha1.AnalysisResult, now time.Time) time.Time {
+	if r.Started != nil {
+		return r.Started.Time
+	}
+	return now
+}
+
 // Due reports whether the next measurement should be taken at now and when
 // the following one is due (for RequeueAfter):
 //

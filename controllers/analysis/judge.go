@@ -109,10 +109,6 @@ type JudgeResult struct {
 	Message string
 }
 
-// judgeDefaultMinIntervals is the MinIntervals used when the configuration
-// leaves it 0.
-const judgeDefaultMinIntervals = 5
-
 // Judge decides whether a canary cohort is worse than a baseline cohort,
 // pair by pair, from the share of slow messages. It is pure and
 // deterministic. The rules:
@@ -159,7 +155,7 @@ func Judge(cfg JudgeConfig, data []PairData) JudgeResult {
 	}
 	minIntervals := cfg.MinIntervals
 	if minIntervals == 0 {
-		minIntervals = judgeDefaultMinIntervals
+		minIntervals = DefaultJudgeMinIntervals
 	}
 	minN := judgeSampleMinimum(cfg.Quantile, cfg.MinSamples)
 

@@ -21,7 +21,7 @@ const (
 	DefaultJudgeMaxIncrease = 0.005
 	DefaultJudgeStep        = 5 * time.Second
 	// DefaultJudgeMinIntervals is the fewest per-interval values per cohort
-	// the rank test runs on.
+	// the rank test runs on (JudgeConfig.MinIntervals 0 means this).
 	DefaultJudgeMinIntervals = 5
 )
 

@@ -393,9 +393,8 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		a.edit(&p.Spec)
 		p.Spec.Defaults.Ssthresh = &ss
 		p.Spec.Rollout = &v1alpha1.RolloutSpec{
-			Canary:         v1alpha1.CanarySpec{Vehicles: []string{canary}},
-			Steps:          []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}},
-			MaxUnavailable: nil,
+			Canary: v1alpha1.CanarySpec{Vehicles: []string{canary}},
+			Steps:  []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}},
 		}
 	}); err != nil {
 		return t, err
@@ -447,10 +446,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			if analysis.Terminal(r.Phase) {
 				continue
 			}
-			since := now
-			if r.Started != nil {
-				since = r.Started.Time
-			}
+			since := analysis.StartedAt(r, now)
 			qctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 			meas := analysis.Measure(qctx, b.q, profileName, m.spec,
 				analysis.Cohort{Vehicles: []string{canary}, Revision: rev, Since: since},
