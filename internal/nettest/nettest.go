@@ -26,6 +26,7 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +119,18 @@ func WaitFor(t testing.TB, d time.Duration, f func() error) {
 		}
 		time.Sleep(every)
 	}
+}
+
+// Busy reports the 1-minute load average and whether it exceeds the number of
+// CPUs: a test whose claim needs a quiet machine (a rate kept, a deadline
+// met) checks it and says so instead of failing on luck.
+func Busy() (load float64, busy bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	if _, err := fmt.Sscanf(string(b), "%g", &load); err != nil {
+		return 0, false
+	}
+	return load, load > float64(runtime.NumCPU())
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -298,7 +299,14 @@ func TestProbeLatencyReachesLoki(t *testing.T) {
 		}
 	}
 	if len(ms) < 500 || untunedN < 500 {
-		t.Fatalf("%d and %d samples in 3s at 200/s: the emulator did not keep its rate", len(ms), untunedN)
+		// The rate is a claim about a quiet machine; on a busy one the
+		// rest of the test (every sample reaching Loki and the histogram
+		// exactly) still holds and is still checked.
+		load, busy := nettest.Busy()
+		if !busy || len(ms) < 100 || untunedN < 100 {
+			t.Fatalf("%d and %d samples in 3s at 200/s: the emulator did not keep its rate (1-minute load average %.1f on %d CPUs)", len(ms), untunedN, load, runtime.NumCPU())
+		}
+		t.Logf("%d and %d samples in 3s at 200/s: the emulator fell behind on a busy machine (1-minute load average %.1f on %d CPUs); its rate is not judged here", len(ms), untunedN, load, runtime.NumCPU())
 	}
 	if len(lost) != 0 {
 		t.Errorf("%d messages lost on an idle veth", len(lost))

@@ -435,7 +435,15 @@ func TestEmulatorDoesNotBurstAfterAStall(t *testing.T) {
 	if maxLat < 300*time.Millisecond {
 		t.Errorf("max latency %v: the stall did not block the writer", maxLat)
 	}
-	if bursts > 0 {
+	// Making up the 700 ms stall would put about 35 messages together (some
+	// 33 such triples); on a busy machine two late ticks in a row can make one
+	// or two by jitter alone, so the bar there is that.
+	allowed := 0
+	if load, busy := nettest.Busy(); busy {
+		allowed = 2
+		t.Logf("busy machine (1-minute load average %.1f): up to %d triples allowed as scheduling jitter", load, allowed)
+	}
+	if bursts > allowed {
 		t.Errorf("%d times three messages within %v: missed ticks made up after the stall", bursts, interval)
 	}
 	if limit := int(elapsed.Seconds()*rate) + 1; len(samples) > limit {

@@ -647,9 +647,11 @@ func TestScenarios(t *testing.T) {
 	}
 	p := after[b.SwitchPort].Sub(before[b.SwitchPort])
 	t.Logf("foreign bursts: %+v; port %s: %d bytes, %d drops", us, b.SwitchPort, p.SentBytes, p.Drops)
-	wantDgrams := int64(us.Bursts) * int64((256<<10+UDPPayload-1)/UDPPayload)
-	if us.Bursts < 5 || us.Datagrams != wantDgrams || us.BytesReceived == 0 {
-		t.Errorf("foreign bursts: %+v, want >= 5 bursts of %d datagrams", us, wantDgrams/int64(max(us.Bursts, 1)))
+	// The deadline may cut the last burst short (on a busy machine it often
+	// falls inside one): every burst before it is whole.
+	perBurst := int64((256<<10 + UDPPayload - 1) / UDPPayload)
+	if us.Bursts < 5 || us.Datagrams <= int64(us.Bursts-1)*perBurst || us.Datagrams > int64(us.Bursts)*perBurst || us.BytesReceived == 0 {
+		t.Errorf("foreign bursts: %+v, want >= 5 bursts of %d datagrams (the last one possibly cut by the deadline)", us, perBurst)
 	}
 	if p.SentBytes < uint64(us.BytesSent) || p.Drops != 0 {
 		t.Errorf("foreign bursts through %s: %+v, want >= %d bytes and no drop (one sender at line rate)", b.SwitchPort, p, us.BytesSent)
