@@ -141,7 +141,7 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 			return timedQuerier{q: q, e: e}, err
 		},
 	}
-	if err := rec.SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupAll(mgr, rec); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)

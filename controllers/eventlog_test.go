@@ -88,7 +88,7 @@ func (e *fleetEnv) startControllerWithLog(log controllers.EventLog) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: revisionNS, SkipNameValidation: true, EventLog: log,
 	}
-	if err := rec.SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupAll(mgr, rec); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -108,17 +108,26 @@ type fleet struct {
 	unlabelled []string
 }
 
-func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, error) {
+// profileSelection is a profile's node selector and vehicle label.
+func profileSelection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, error) {
 	sel := labels.Everything()
 	if p.Spec.NodeSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
 		if err != nil {
-			return nil, fmt.Errorf("spec.nodeSelector: %w", err)
+			return nil, "", fmt.Errorf("spec.nodeSelector: %w", err)
 		}
 		sel = s
 	}
+	return sel, labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel), nil
+}
+
+func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, error) {
+	sel, vehicleLabel, err := profileSelection(p)
+	if err != nil {
+		return nil, err
+	}
 	f := &fleet{
-		vehicleLabel:  labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel),
+		vehicleLabel:  vehicleLabel,
 		hardwareLabel: labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel),
 		vehicles:      map[string][]*corev1.Node{},
 		byNode:        map[string]string{},

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -37,12 +36,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/planner"
-	"github.com/nettune/nettune/controllers/render"
 )
 
 // Finalizer removes a deleted profile's items from every node.
@@ -66,11 +66,10 @@ func HTTPQueriers(c *http.Client) QuerierFactory {
 
 // ProfileReconciler rolls a NetTuningProfile out: it keeps its revisions,
 // asks the planner which vehicle gets which revision, runs the analyses the
-// planner asks for, and renders every node's NodeNetTuning.
-//
-// Profiles are reconciled one at a time (NodeNetTunings are shared between
-// profiles): a reconcile reads the other profiles' assignments from the
-// NodeNetTunings it renders and writes only its own.
+// planner asks for, and records the decision in status.assignments. It writes
+// nothing but its own profile's status and revisions: the NodeRenderer merges
+// every profile's assignments into the NodeNetTunings, so profiles are
+// reconciled concurrently.
 type ProfileReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -92,6 +91,13 @@ type ProfileReconciler struct {
 	// (see RolloutEventLine), e.g. to ship them to Loki. It never changes a
 	// decision.
 	EventLog EventLog
+	// Reports brings the NodeRenderer's conflicts and warnings into the
+	// profile's conditions (and wakes the profile when they change); nil
+	// reports none.
+	Reports *RenderReports
+	// MaxConcurrentReconciles is the number of profiles reconciled at once
+	// (4 when 0).
+	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
 }
@@ -104,16 +110,23 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Queriers == nil {
 		r.Queriers = HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 4
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(nodePredicate())).
 		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &r.SkipNameValidation}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation})
+	if r.Reports != nil {
+		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile runs one planning round for a profile and patches its status once.
-func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	p := &v1alpha1.NetTuningProfile{}
 	reader := r.APIReader
@@ -124,7 +137,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, p)
+		return r.finalize(ctx, p)
 	}
 	if !controllerutil.ContainsFinalizer(p, Finalizer) {
 		patch := client.MergeFrom(p.DeepCopy())
@@ -135,26 +148,21 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 
 	base := p.DeepCopy()
-	defer func() {
-		p.Status.ObservedGeneration = p.Generation
-		if equalStatus(base.Status, p.Status) {
-			return
-		}
-		// Optimistic lock: a status computed from an outdated profile is
-		// refused (and the reconcile retried) rather than merged.
-		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-		if err := r.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
-		}
-	}()
-
 	started := r.Now()
-	out, err := r.plan(ctx, p)
+	out, emit, err := r.plan(ctx, p)
 	if err != nil {
 		setStalled(p, "ReconcileError", err.Error(), r.Now())
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
 	}
 	p.Status = out.Status
+	if err := r.patchStatus(ctx, base, p); err != nil {
+		// Nothing is announced for a status that was not written: the retry
+		// decides again and announces once.
+		return ctrl.Result{}, err
+	}
+	for _, e := range emit {
+		e()
+	}
 	for _, e := range out.Events {
 		typ := corev1.EventTypeNormal
 		if e.Warning {
@@ -172,21 +180,37 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
+// patchStatus writes p's status when it differs from base's, with the
+// optimistic lock: a status computed from an outdated profile is refused (and
+// the reconcile retried) rather than merged.
+func (r *ProfileReconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
+	p.Status.ObservedGeneration = p.Generation
+	if equalStatus(base.Status, p.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
 // plan gathers the observed state, runs the planner (and any analysis it asks
-// for), and renders the nodes.
-func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (planner.Output, error) {
+// for) and folds in the renderer's findings. emit announces what was done
+// (events, metrics); it runs only once the status is written.
+func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
 	revs := newRevisions(r.Client, r.Namespace)
 	rev := RevisionName(p)
 	if err := revs.ensure(ctx, p, rev, r.Scheme); err != nil {
-		return planner.Output{}, err
+		return planner.Output{}, nil, err
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.List(ctx, nodes); err != nil {
-		return planner.Output{}, fmt.Errorf("list nodes: %w", err)
+		return planner.Output{}, nil, fmt.Errorf("list nodes: %w", err)
 	}
 	nntList := &v1alpha1.NodeNetTuningList{}
 	if err := r.List(ctx, nntList); err != nil {
-		return planner.Output{}, fmt.Errorf("list nodenettunings: %w", err)
+		return planner.Output{}, nil, fmt.Errorf("list nodenettunings: %w", err)
 	}
 	nnts := map[string]*v1alpha1.NodeNetTuning{}
 	for i := range nntList.Items {
@@ -194,40 +218,46 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 	}
 	f, err := selectFleet(p, nodes.Items)
 	if err != nil {
-		return planner.Output{}, err
+		return planner.Output{}, nil, err
 	}
 
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
 		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.observe(p.Name, nnts), Commands: Commands(p),
 	}
-	out := planner.Plan(in)
+	out = planner.Plan(in)
 	if m := out.Measure; m != nil {
-		if st, measured := r.measure(ctx, p, m, out.Status); measured {
+		if st, announce, measured := r.measure(ctx, p, m, out.Status); measured {
 			in.Status = st
 			out = planner.Plan(in)
+			emit = append(emit, announce)
 		}
 	}
 
-	conflicts, err := r.renderNodes(ctx, p, f, out.Assign, nodes.Items, nnts, revs)
-	if err != nil {
-		return planner.Output{}, err
+	var conflicts, warnings []string
+	if r.Reports != nil {
+		conflicts, warnings = r.Reports.For(p.Name)
 	}
 	setConflict(&out.Status, p.Generation, conflicts, r.Now())
+	if msg, raised := setRenderWarnings(&out.Status, p.Status.Conditions, p.Generation, warnings, r.Now()); raised {
+		emit = append(emit, func() {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "RenderWarnings", "Render", "%s", msg)
+		})
+	}
 
 	keep := map[string]bool{rev: true}
 	for _, rv := range out.Status.Revisions {
 		keep[rv.Name] = true
 	}
 	if err := revs.prune(ctx, p, keep); err != nil {
-		return planner.Output{}, err
+		return planner.Output{}, nil, err
 	}
-	return out, nil
+	return out, emit, nil
 }
 
 // measure takes one measurement of the analysis the planner waits for, if it
 // is due, and folds it into the status.
-func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus) (v1alpha1.NetTuningProfileStatus, bool) {
+func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus) (v1alpha1.NetTuningProfileStatus, func(), bool) {
 	var spec *v1alpha1.AnalysisSpec
 	for i := range p.Spec.Rollout.Analyses {
 		if p.Spec.Rollout.Analyses[i].Name == m.Analysis {
@@ -235,7 +265,7 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 		}
 	}
 	if spec == nil {
-		return st, false
+		return st, nil, false
 	}
 	idx := -1
 	prev := v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step}
@@ -246,7 +276,7 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 	}
 	now := r.Now()
 	if due, _ := analysis.Due(prev, spec, now); !due {
-		return st, false
+		return st, nil, false
 	}
 	address := r.LokiAddress
 	if spec.Provider == v1alpha1.ProviderPrometheus {
@@ -283,161 +313,50 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 	if len(st.Analysis) > 8 {
 		st.Analysis = st.Analysis[len(st.Analysis)-8:]
 	}
-	recordMeasurement(p.Name, spec, meas)
-	typ := corev1.EventTypeNormal
-	if meas.Phase != analysis.PhaseSuccessful {
-		typ = corev1.EventTypeWarning
+	announce := func() {
+		recordMeasurement(p.Name, spec, meas)
+		typ := corev1.EventTypeNormal
+		if meas.Phase != analysis.PhaseSuccessful {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(meas.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
+			spec.Name, m.Step, spec.Provider, meas.Message, res.Phase)
 	}
-	r.Recorder.Eventf(p, nil, typ, "Analysis"+string(meas.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
-		spec.Name, m.Step, spec.Provider, meas.Message, res.Phase)
-	return st, true
+	return st, announce, true
 }
 
-// renderNodes writes every node's NodeNetTuning: this profile's assignment
-// for the nodes it selects (or none for nodes it no longer selects) and the
-// other profiles' assignments as they stand. It returns the conflicts that
-// involve this profile.
-func (r *ProfileReconciler) renderNodes(ctx context.Context, p *v1alpha1.NetTuningProfile, f *fleet, assign map[string]string,
-	nodes []corev1.Node, nnts map[string]*v1alpha1.NodeNetTuning, revs *revisions) ([]string, error) {
-	all := make([]render.Node, 0, len(nodes))
-	for i := range nodes {
-		all = append(all, render.NodeFromCore(&nodes[i]))
-	}
-	profiles := &v1alpha1.NetTuningProfileList{}
-	if err := r.List(ctx, profiles); err != nil {
-		return nil, fmt.Errorf("list profiles: %w", err)
-	}
-	live := map[string]bool{}
-	for _, op := range profiles.Items {
-		if op.DeletionTimestamp.IsZero() {
-			live[op.Name] = true
-		}
-	}
-	conflictSet := map[string]bool{}
-	for i := range nodes {
-		node := &nodes[i]
-		nnt := nnts[node.Name]
-		want := ""
-		if v := f.vehicleOf(node.Name); v != "" {
-			want = assign[v]
-		}
-		if nnt == nil && want == "" {
-			continue
-		}
-		var inputs []render.Input
-		if nnt != nil {
-			for _, sp := range nnt.Spec.Profiles {
-				if sp.Name == p.Name || !live[sp.Name] {
-					continue
-				}
-				spec, err := revs.get(ctx, sp.Revision)
-				if err != nil {
-					return nil, err
-				}
-				if spec == nil {
-					// Never drop another profile's items for want of its
-					// content: leave the node as it is until that profile
-					// renders it again.
-					log.FromContext(ctx).Info("revision content missing; node left unchanged", "node", node.Name, "revision", sp.Revision)
-					inputs = nil
-					break
-				}
-				inputs = append(inputs, render.Input{Profile: sp.Name, Revision: sp.Revision, Spec: spec})
-			}
-			if inputs == nil && otherProfiles(nnt, p.Name, live) > 0 {
-				continue
-			}
-		}
-		if want != "" {
-			spec, err := revs.get(ctx, want)
-			if err != nil {
-				return nil, err
-			}
-			if spec == nil {
-				return nil, fmt.Errorf("revision %s of profile %s is gone from namespace %s", want, p.Name, r.Namespace)
-			}
-			inputs = append(inputs, render.Input{Profile: p.Name, Revision: want, Spec: spec})
-		}
-		result := render.Render(render.NodeFromCore(node), all, inputs)
-		for _, c := range result.Conflicts {
-			if contains(c.Profiles, p.Name) {
-				conflictSet[fmt.Sprintf("%s %s on %s with %s", c.Kind, c.Item, node.Name, strings.Join(without(c.Profiles, p.Name), ", "))] = true
-			}
-		}
-		if err := r.writeNode(ctx, node, nnt, result.Spec); err != nil {
-			return nil, err
-		}
-	}
-	var out []string
-	for c := range conflictSet {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// writeNode creates or updates a node's NodeNetTuning when its spec changed.
-func (r *ProfileReconciler) writeNode(ctx context.Context, node *corev1.Node, nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) error {
-	if nnt == nil {
-		nnt = &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: spec}
-		if err := controllerutil.SetOwnerReference(node, nnt, r.Scheme); err != nil {
-			return fmt.Errorf("nodenettuning %s: %w", node.Name, err)
-		}
-		if err := r.Create(ctx, nnt); err != nil {
-			return fmt.Errorf("create nodenettuning %s: %w", node.Name, err)
-		}
-		nodesRendered.Inc()
-		return nil
-	}
-	if apiequality.Semantic.DeepEqual(nnt.Spec, spec) {
-		return nil
-	}
-	patch := client.MergeFrom(nnt.DeepCopy())
-	nnt.Spec = spec
-	if err := r.Patch(ctx, nnt, patch); err != nil {
-		return fmt.Errorf("update nodenettuning %s: %w", node.Name, err)
-	}
-	nodesRendered.Inc()
-	return nil
-}
-
-// finalize removes a deleted profile from every node, then lets it go.
-func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) error {
+// finalize lets a deleted profile go once no NodeNetTuning carries it any
+// more (the NodeRenderer drops a profile being deleted from every node).
+func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(p, Finalizer) {
-		return nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := r.List(ctx, nodes); err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return ctrl.Result{}, nil
 	}
 	nntList := &v1alpha1.NodeNetTuningList{}
 	if err := r.List(ctx, nntList); err != nil {
-		return fmt.Errorf("list nodenettunings: %w", err)
+		return ctrl.Result{}, fmt.Errorf("list nodenettunings: %w", err)
 	}
-	nnts := map[string]*v1alpha1.NodeNetTuning{}
+	left := 0
 	for i := range nntList.Items {
 		if AssignedRevision(&nntList.Items[i], p.Name) != "" {
-			nnts[nntList.Items[i].Name] = &nntList.Items[i]
+			left++
 		}
 	}
-	var keep []corev1.Node
-	for _, n := range nodes.Items {
-		if nnts[n.Name] != nil {
-			keep = append(keep, n)
-		}
-	}
-	empty := &fleet{vehicles: map[string][]*corev1.Node{}}
-	if _, err := r.renderNodes(ctx, p, empty, nil, keep, nnts, newRevisions(r.Client, r.Namespace)); err != nil {
-		return err
+	if left > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for the profile to leave its nodes", "nodes", left)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	patch := client.MergeFrom(p.DeepCopy())
 	controllerutil.RemoveFinalizer(p, Finalizer)
 	if err := r.Patch(ctx, p, patch); err != nil {
-		return fmt.Errorf("remove finalizer: %w", err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
-	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Removed", "Delete", "profile removed from %d node(s)", len(keep))
+	n := 0
+	for _, a := range p.Status.Assignments {
+		n += len(a.Vehicles)
+	}
+	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Removed", "Delete", "profile removed from every node (%d vehicle(s) were assigned)", n)
 	deleteMetrics(p.Name)
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func setConflict(st *v1alpha1.NetTuningProfileStatus, gen int64, conflicts []string, now time.Time) {
@@ -452,6 +371,26 @@ func setConflict(st *v1alpha1.NetTuningProfileStatus, gen int64, conflicts []str
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "EqualPriorityClash", msg
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// setRenderWarnings sets the RenderWarnings condition from the renderer's
+// warnings; raised is true (with the message) when the condition turns True,
+// worth one Warning event (not one per node while the renderer works through
+// the fleet: the condition's message keeps the latest).
+func setRenderWarnings(st *v1alpha1.NetTuningProfileStatus, prev []metav1.Condition, gen int64, warnings []string, now time.Time) (msg string, raised bool) {
+	c := metav1.Condition{Type: v1alpha1.ConditionRenderWarnings, Status: metav1.ConditionFalse, Reason: "RenderedCleanly",
+		Message: "every selected node rendered without skipping anything", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
+	if len(warnings) > 0 {
+		msg = fmt.Sprintf("%d warning(s): %s", len(warnings), strings.Join(warnings, "; "))
+		if len(msg) > 1024 {
+			msg = msg[:1021] + "..."
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "SkippedItems", msg
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+	old := meta.FindStatusCondition(prev, v1alpha1.ConditionRenderWarnings)
+	raised = len(warnings) > 0 && (old == nil || old.Status != metav1.ConditionTrue)
+	return msg, raised
 }
 
 func setStalled(p *v1alpha1.NetTuningProfile, reason, msg string, now time.Time) {
@@ -502,14 +441,4 @@ func without(list []string, s string) []string {
 		}
 	}
 	return out
-}
-
-func otherProfiles(nnt *v1alpha1.NodeNetTuning, self string, live map[string]bool) int {
-	n := 0
-	for _, sp := range nnt.Spec.Profiles {
-		if sp.Name != self && live[sp.Name] {
-			n++
-		}
-	}
-	return n
 }

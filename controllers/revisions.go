@@ -49,17 +49,15 @@ func RevisionName(p *v1alpha1.NetTuningProfile) string {
 }
 
 // revisions stores revision contents as apps/v1 ControllerRevisions owned by
-// the profile, and reads them back. Contents are immutable, so reads are
-// cached for the life of the reconcile.
-// ControllerRevisions are namespaced; they live in the controller's namespace.
+// the profile (the NodeRenderer reads them back). ControllerRevisions are
+// namespaced; they live in the controller's namespace.
 type revisions struct {
 	c         client.Client
 	namespace string
-	cache     map[string]*v1alpha1.NetTuningProfileSpec
 }
 
 func newRevisions(c client.Client, namespace string) *revisions {
-	return &revisions{c: c, namespace: namespace, cache: map[string]*v1alpha1.NetTuningProfileSpec{}}
+	return &revisions{c: c, namespace: namespace}
 }
 
 // ensure stores the profile's current content as revision name.
@@ -74,35 +72,22 @@ func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, na
 		Data:       runtime.RawExtension{Raw: raw},
 		Revision:   p.Generation,
 	}
+	existing := &appsv1.ControllerRevision{}
+	switch err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, existing); {
+	case err == nil:
+		// Content-addressed: an existing revision of this name holds this
+		// content. Nothing to write (no create answered 409 every reconcile).
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read revision %s: %w", name, err)
+	}
 	if err := controllerutil.SetOwnerReference(p, cr, scheme); err != nil {
 		return fmt.Errorf("revision %s: %w", name, err)
 	}
 	if err := r.c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("store revision %s: %w", name, err)
 	}
-	r.cache[name] = content
 	return nil
-}
-
-// get returns a revision's content; nil when it no longer exists.
-func (r *revisions) get(ctx context.Context, name string) (*v1alpha1.NetTuningProfileSpec, error) {
-	if c, ok := r.cache[name]; ok {
-		return c, nil
-	}
-	cr := &appsv1.ControllerRevision{}
-	if err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, cr); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.cache[name] = nil
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read revision %s: %w", name, err)
-	}
-	spec := &v1alpha1.NetTuningProfileSpec{}
-	if err := json.Unmarshal(cr.Data.Raw, spec); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", name, err)
-	}
-	r.cache[name] = spec
-	return spec, nil
 }
 
 // prune deletes the profile's ControllerRevisions that are not in keep.

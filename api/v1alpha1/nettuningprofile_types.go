@@ -607,6 +607,20 @@ type RevisionVehicles struct {
 	Vehicles int32 `json:"vehicles"`
 }
 
+// RevisionAssignment lists the vehicles a revision is rendered for.
+type RevisionAssignment struct {
+	// revision is the revision name.
+	// +required
+	// +kubebuilder:validation:MaxLength=320
+	Revision string `json:"revision"`
+	// vehicles are the vehicle names (values of the vehicle label), sorted.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100000
+	// +kubebuilder:validation:items:MaxLength=63
+	Vehicles []string `json:"vehicles"`
+}
+
 // Revision is one immutable, content-addressed revision of a profile.
 type Revision struct {
 	// name is "<profile>-<hash>", the hash covering the tuning content.
@@ -742,7 +756,7 @@ type NetTuningProfileStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, Reconciling, Stalled, Progressing, RolledBack,
-	// Paused, Conflict.
+	// Paused, Conflict, RenderWarnings.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -790,6 +804,16 @@ type NetTuningProfileStatus struct {
 	// +listMapKey=revision
 	// +kubebuilder:validation:MaxItems=101
 	RevisionVehicles []RevisionVehicles `json:"revisionVehicles,omitempty"`
+
+	// assignments is the rollout's decision: per revision, the vehicles it
+	// is rendered for. The node renderer writes every node's NodeNetTuning
+	// from the assignments of every profile; a vehicle listed under no
+	// revision gets none of this profile.
+	// +optional
+	// +listType=map
+	// +listMapKey=revision
+	// +kubebuilder:validation:MaxItems=101
+	Assignments []RevisionAssignment `json:"assignments,omitempty"`
 
 	// canaryVehicles are the vehicles of the canary cohort.
 	// +optional

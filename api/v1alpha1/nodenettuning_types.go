@@ -27,6 +27,10 @@ const (
 	ConditionProgressing = "Progressing"
 	ConditionPaused      = "Paused"
 	ConditionConflict    = "Conflict"
+	// ConditionRenderWarnings is True while rendering the profile onto its
+	// nodes skipped or cut something (a peer without a LAN address, an
+	// invalid device, a list over its cap); the message says what and where.
+	ConditionRenderWarnings = "RenderWarnings"
 )
 
 // NodeRoute is one concrete route to tune on the node.

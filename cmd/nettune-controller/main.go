@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}()
 		r.EventLog = shipper
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if err := controllers.SetupAll(mgr, r); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	// The revisions' namespace must exist; say so early rather than at the

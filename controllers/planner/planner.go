@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -686,15 +687,32 @@ func (p *plan) assign(rev string, target int, paused bool) (settled bool, waitUn
 	return settled, waitUnreachable
 }
 
+// AssignmentList is the status form of an assignment: per revision, its
+// vehicles sorted, revisions sorted (nil when nothing is assigned).
+func AssignmentList(byRev map[string][]string) []v1alpha1.RevisionAssignment {
+	var out []v1alpha1.RevisionAssignment
+	for rev, vs := range byRev {
+		vs = slices.Clone(vs)
+		slices.Sort(vs)
+		out = append(out, v1alpha1.RevisionAssignment{Revision: rev, Vehicles: slices.Compact(vs)})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.RevisionAssignment) int { return strings.Compare(a.Revision, b.Revision) })
+	return out
+}
+
 // finish fills the counts and conditions shared by every outcome.
 func (p *plan) finish() {
 	st := p.st()
 	p.pruneRevisions()
 	c := v1alpha1.VehicleCounts{}
 	perRev := map[string]int32{}
+	byRev := map[string][]string{}
 	for _, v := range p.in.Vehicles {
 		want := p.out.Assign[v.Name]
 		perRev[want]++
+		if want != "" {
+			byRev[want] = append(byRev[want], v.Name)
+		}
 		if p.excluded[v.Name] {
 			continue
 		}
@@ -721,6 +739,7 @@ func (p *plan) finish() {
 		st.RevisionVehicles = append(st.RevisionVehicles, v1alpha1.RevisionVehicles{Revision: rev, Vehicles: n})
 	}
 	sort.Slice(st.RevisionVehicles, func(i, j int) bool { return st.RevisionVehicles[i].Revision < st.RevisionVehicles[j].Revision })
+	st.Assignments = AssignmentList(byRev)
 	// Nothing else wakes the controller when a vehicle goes silent (its
 	// missing heartbeats are no events): look again when one would turn
 	// Unreachable.
