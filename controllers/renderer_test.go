@@ -19,10 +19,12 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -467,4 +470,94 @@ func editNode(t *testing.T, e *fleetEnv, name string, f func(*corev1.Node)) {
 	if err := e.c.Update(e.ctx, n); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStatusConflictAnnouncesOnce: when the status patch of a reconcile is
+// refused (a 409 from the optimistic lock), the retry decides again; the
+// events of the decision are recorded once, by the reconcile whose status was
+// written, not by both.
+func TestStatusConflictAnnouncesOnce(t *testing.T) {
+	e := startCluster(t)
+	e.addVehicles("xavier", "av-01", "av-02")
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int32
+	c := refusingClient{Client: mgr.GetClient(), refuse: func(obj client.Object) error {
+		if _, ok := obj.(*v1alpha1.NetTuningProfile); ok && refused.Load() < 3 {
+			refused.Add(1)
+			return apierrors.NewConflict(schema.GroupResource{Group: "nettune.io", Resource: "nettuningprofiles"}, obj.GetName(), errors.New("injected"))
+		}
+		return nil
+	}}
+	rec := &controllers.ProfileReconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true}
+	if err := controllers.SetupAll(mgr, rec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1ObjectMeta("lan"), Spec: v1alpha1.NetTuningProfileSpec{
+		Defaults: &v1alpha1.TCPParameters{RTOMin: dur(10 * time.Millisecond)}}}
+	if err := e.c.Create(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.waitProfile("lan", 60*time.Second, "Healthy", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == "Healthy" })
+	if n := refused.Load(); n < 3 {
+		t.Fatalf("%d status patches refused, want 3 (the injection did not happen)", n)
+	}
+	time.Sleep(2 * time.Second) // events are recorded asynchronously
+	// The recorder folds a repeated event into one Event with a series
+	// count: count occurrences, not objects.
+	count := map[string]int{}
+	list := &corev1.EventList{}
+	if err := e.c.List(e.ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name != "lan" || ev.InvolvedObject.Kind != "NetTuningProfile" {
+			continue
+		}
+		n := 1
+		if ev.Series != nil && int(ev.Series.Count) > n {
+			n = int(ev.Series.Count)
+		}
+		if int(ev.Count) > n {
+			n = int(ev.Count)
+		}
+		count[ev.Reason] += n
+	}
+	if count["RolloutStarted"] != 1 || count["RolloutComplete"] != 1 {
+		t.Errorf("after 3 refused status patches, events by reason %v (%v); want RolloutStarted and RolloutComplete once each", count, e.events("lan"))
+	}
+}
+
+// refusingClient answers some status patches with refuse's error instead of
+// sending them.
+type refusingClient struct {
+	client.Client
+	refuse func(client.Object) error
+}
+
+func (c refusingClient) Status() client.SubResourceWriter {
+	return refusingStatus{SubResourceWriter: c.Client.Status(), refuse: c.refuse}
+}
+
+type refusingStatus struct {
+	client.SubResourceWriter
+	refuse func(client.Object) error
+}
+
+func (s refusingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := s.refuse(obj); err != nil {
+		return err
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
