@@ -48,9 +48,6 @@ const (
 	stateFailed      = "Failed"
 )
 
-// defaultUnreachableAfter is spec.rollout.unreachableAfter's default.
-const defaultUnreachableAfter = 2 * time.Minute
-
 // shownConditions are the profile conditions status prints when True, in order.
 var shownConditions = []string{
 	v1alpha1.ConditionReady,
@@ -393,10 +390,7 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 	}
 	vehicleLabel := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
 	hardwareLabel := labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel)
-	after := defaultUnreachableAfter
-	if p.Spec.Rollout != nil && p.Spec.Rollout.UnreachableAfter != nil {
-		after = p.Spec.Rollout.UnreachableAfter.Duration
-	}
+	after := p.Spec.Rollout.GetUnreachableAfter()
 	byNode := map[string]*v1alpha1.NodeNetTuning{}
 	for i := range nnts {
 		byNode[nnts[i].Name] = &nnts[i]

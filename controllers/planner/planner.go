@@ -856,19 +856,9 @@ func (p *plan) analysisSpec(name string) *v1alpha1.AnalysisSpec {
 	return nil
 }
 
-func (p *plan) unreachableAfter() time.Duration {
-	if p.in.Rollout != nil && p.in.Rollout.UnreachableAfter != nil {
-		return p.in.Rollout.UnreachableAfter.Duration
-	}
-	return 2 * time.Minute
-}
+func (p *plan) unreachableAfter() time.Duration { return p.in.Rollout.GetUnreachableAfter() }
 
-func (p *plan) unreachableTimeout() time.Duration {
-	if p.in.Rollout != nil && p.in.Rollout.UnreachableTimeout != nil {
-		return p.in.Rollout.UnreachableTimeout.Duration
-	}
-	return 10 * time.Minute
-}
+func (p *plan) unreachableTimeout() time.Duration { return p.in.Rollout.GetUnreachableTimeout() }
 
 // Reachable reports whether a vehicle's agents reported recently enough.
 func Reachable(v Vehicle, now time.Time, after time.Duration) bool {

@@ -1,0 +1,28 @@
+package v1alpha1
+
+import "time"
+
+// Defaults the API server fills in (+kubebuilder:default), as Go values for
+// code that reads an object the defaulting has not seen (an older stored
+// object, a test fixture). TestDefaultsMatchTheCRD keeps them equal to the
+// CRD's.
+const (
+	DefaultUnreachableAfter   = 2 * time.Minute
+	DefaultUnreachableTimeout = 10 * time.Minute
+)
+
+// GetUnreachableAfter is unreachableAfter or its default (r may be nil).
+func (r *RolloutSpec) GetUnreachableAfter() time.Duration {
+	if r != nil && r.UnreachableAfter != nil {
+		return r.UnreachableAfter.Duration
+	}
+	return DefaultUnreachableAfter
+}
+
+// GetUnreachableTimeout is unreachableTimeout or its default (r may be nil).
+func (r *RolloutSpec) GetUnreachableTimeout() time.Duration {
+	if r != nil && r.UnreachableTimeout != nil {
+		return r.UnreachableTimeout.Duration
+	}
+	return DefaultUnreachableTimeout
+}

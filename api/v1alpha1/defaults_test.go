@@ -1,0 +1,46 @@
+package v1alpha1
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestDefaultsMatchTheCRD: the Go defaults equal the generated CRD's
+// +kubebuilder:default values, so code and API server cannot disagree.
+func TestDefaultsMatchTheCRD(t *testing.T) {
+	raw, err := os.ReadFile("../../config/crd/bases/nettune.io_nettuningprofiles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	rollout := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["rollout"].Properties
+	for field, want := range map[string]time.Duration{
+		"unreachableAfter":   DefaultUnreachableAfter,
+		"unreachableTimeout": DefaultUnreachableTimeout,
+	} {
+		def := rollout[field].Default
+		if def == nil {
+			t.Errorf("CRD field rollout.%s has no default", field)
+			continue
+		}
+		var s string
+		if err := yaml.Unmarshal(def.Raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := time.ParseDuration(s)
+		if err != nil || got != want {
+			t.Errorf("CRD default of rollout.%s is %q, Go default %s", field, s, want)
+		}
+	}
+	var nilRollout *RolloutSpec
+	if nilRollout.GetUnreachableAfter() != DefaultUnreachableAfter || nilRollout.GetUnreachableTimeout() != DefaultUnreachableTimeout {
+		t.Error("a nil rollout does not give the defaults")
+	}
+}
