@@ -116,7 +116,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningProfile{}).
-		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(nodePredicate())).
+		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(renderedNodePredicate())).
 		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation})
 	if r.Reports != nil {

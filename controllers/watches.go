@@ -18,10 +18,8 @@ package controllers
 
 import (
 	"context"
-	"reflect"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/render"
 )
 
 // allProfiles enqueues every profile: a node or NodeNetTuning change can move
@@ -48,23 +45,6 @@ func (r *ProfileReconciler) allProfiles() handler.EventHandler {
 		}
 		return out
 	})
-}
-
-// nodePredicate passes node changes that matter to rendering: labels, the
-// LAN address annotation and addresses (not kubelet heartbeats).
-func nodePredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*corev1.Node)
-			n, ok2 := e.ObjectNew.(*corev1.Node)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return !reflect.DeepEqual(o.Labels, n.Labels) ||
-				o.Annotations[render.AddressAnnotation] != n.Annotations[render.AddressAnnotation] ||
-				!apiequality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses)
-		},
-	}
 }
 
 // heartbeatGap is how long a NodeNetTuning may go without a heartbeat before
