@@ -75,13 +75,16 @@ type NodeRenderer struct {
 	SkipNameValidation bool
 
 	contents sync.Map // revision name -> *v1alpha1.NetTuningProfileSpec (immutable)
-	assigned sync.Map // profile UID -> assignmentIndex
+	indexes  sync.Map // profile UID -> profileIndex
 }
 
-// assignmentIndex is a profile's status.assignments by vehicle, for one
-// resourceVersion of the profile.
-type assignmentIndex struct {
+// profileIndex is what rendering reads of a profile, parsed once per
+// resourceVersion: its selection and its status.assignments by vehicle.
+type profileIndex struct {
 	resourceVersion string
+	selector        labels.Selector
+	vehicleLabel    string
+	selErr          error
 	byVehicle       map[string]string
 }
 
@@ -203,12 +206,12 @@ func (r *NodeRenderer) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.No
 	if !p.DeletionTimestamp.IsZero() {
 		return "", nil
 	}
-	sel, vehicleLabel, err := profileSelection(p)
-	if err != nil {
-		return "", err
+	idx := r.indexOf(p)
+	if idx.selErr != nil {
+		return "", idx.selErr
 	}
-	vehicle := node.Labels[vehicleLabel]
-	if vehicle == "" || !sel.Matches(labels.Set(node.Labels)) {
+	vehicle := node.Labels[idx.vehicleLabel]
+	if vehicle == "" || !idx.selector.Matches(labels.Set(node.Labels)) {
 		return "", nil
 	}
 	if len(p.Status.Assignments) == 0 && len(p.Status.RevisionVehicles) > 0 && nnt != nil {
@@ -216,20 +219,21 @@ func (r *NodeRenderer) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.No
 		// node has until the profile's reconcile records its decision.
 		return AssignedRevision(nnt, p.Name), nil
 	}
-	return r.assignmentOf(p)[vehicle], nil
+	return idx.byVehicle[vehicle], nil
 }
 
-// assignmentOf indexes p's status.assignments by vehicle, once per
-// resourceVersion.
-func (r *NodeRenderer) assignmentOf(p *v1alpha1.NetTuningProfile) map[string]string {
-	if v, ok := r.assigned.Load(p.UID); ok {
-		if idx := v.(assignmentIndex); idx.resourceVersion == p.ResourceVersion {
-			return idx.byVehicle
+// indexOf parses p's selection and indexes its assignments, once per
+// resourceVersion (not once per node).
+func (r *NodeRenderer) indexOf(p *v1alpha1.NetTuningProfile) profileIndex {
+	if v, ok := r.indexes.Load(p.UID); ok {
+		if idx := v.(profileIndex); idx.resourceVersion == p.ResourceVersion {
+			return idx
 		}
 	}
-	idx := assignmentIndex{resourceVersion: p.ResourceVersion, byVehicle: AssignmentsByVehicle(p.Status.Assignments)}
-	r.assigned.Store(p.UID, idx)
-	return idx.byVehicle
+	idx := profileIndex{resourceVersion: p.ResourceVersion, byVehicle: AssignmentsByVehicle(p.Status.Assignments)}
+	idx.selector, idx.vehicleLabel, idx.selErr = profileSelection(p)
+	r.indexes.Store(p.UID, idx)
+	return idx
 }
 
 // AssignmentsByVehicle inverts status.assignments: vehicle -> revision.

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -128,21 +129,11 @@ func (w *renderWorld) assign(p *v1alpha1.NetTuningProfile, vehicles []string, re
 		w.e.t.Fatal(err)
 	}
 	cur.Status.Assignments = nil
-	for _, rev := range slices.Sorted(mapsKeys(byRev)) {
+	for _, rev := range slices.Sorted(maps.Keys(byRev)) {
 		cur.Status.Assignments = append(cur.Status.Assignments, v1alpha1.RevisionAssignment{Revision: rev, Vehicles: byRev[rev]})
 	}
 	if err := w.e.c.Status().Update(w.e.ctx, cur); err != nil {
 		w.e.t.Fatal(err)
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
@@ -291,16 +282,6 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	editNode := func(name string, f func(*corev1.Node)) {
-		n := &corev1.Node{}
-		if err := e.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-			t.Fatal(err)
-		}
-		f(n)
-		if err := e.c.Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
 	extra := 0
 	for round := 1; round <= 12; round++ {
 		var did []string
@@ -319,16 +300,16 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 				w.assign(p.obj, vehicles, p.revs)
 				did = append(did, "assignments of "+p.obj.Name)
 			case 2:
-				editNode(node, func(n *corev1.Node) {
+				editNode(t, e, node, func(n *corev1.Node) {
 					n.Annotations[render.AddressAnnotation] = fmt.Sprintf("10.61.%d.%d", w.rnd.Intn(200), 1+w.rnd.Intn(250))
 				})
 				did = append(did, "address of "+node)
 			case 3:
-				editNode(node, func(n *corev1.Node) { n.Annotations[render.DeviceAnnotation] = fmt.Sprintf("lan%d", w.rnd.Intn(3)) })
+				editNode(t, e, node, func(n *corev1.Node) { n.Annotations[render.DeviceAnnotation] = fmt.Sprintf("lan%d", w.rnd.Intn(3)) })
 				did = append(did, "lan-device of "+node)
 			case 4:
 				v := vehicles[w.rnd.Intn(len(vehicles))]
-				editNode(node, func(n *corev1.Node) { n.Labels[v1alpha1.DefaultVehicleLabel] = v })
+				editNode(t, e, node, func(n *corev1.Node) { n.Labels[v1alpha1.DefaultVehicleLabel] = v })
 				did = append(did, node+" moved to "+v)
 			case 5:
 				if len(profiles) > 1 {
