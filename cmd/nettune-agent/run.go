@@ -201,14 +201,11 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 
 	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events}
-	// The agent's own metrics carry the vehicle as well as the node, like
-	// the probe's, so dashboards select them by vehicle with or without the
-	// latency probe.
-	var reg prometheus.Registerer = metrics.Registry
-	if o.vehicle != "" {
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"vehicle": o.vehicle}, reg)
-	}
-	r.Metrics = agent.NewMetrics(reg, o.node, e)
+	// The agent's own metrics carry the vehicle as well as the node, and its
+	// TCP metrics the host too, like the probe's: dashboards select them by
+	// vehicle with or without the latency probe, and analyses group the TCP
+	// guard counters by host pair (host, peer) as they do the probe's.
+	r.Metrics = agent.NewMetricsFor(metrics.Registry, agent.MetricLabels{Node: o.node, Vehicle: o.vehicle, Host: o.host}, e)
 	go func() {
 		if err := e.WatchDrift(ctx, o.resync, 50*time.Millisecond, func(n int) {
 			r.Metrics.DriftRepairs.Add(float64(n))

@@ -190,12 +190,12 @@ func Vehicle() *Dashboard {
 	b.add(timeseries("Congestion window", "The largest snd_cwnd (packets) of the connections to each destination: at most the locked clamp.", "none", lines,
 		promRange(tcp("nettune_tcp_snd_cwnd", "max"), "{{node}} → {{destination}}")), 8, 7)
 	b.add(timeseries("Retransmits", "Retransmitted segments per second to each destination.", "none", lines,
-		promRange(`sum by (node, destination) (rate(nettune_tcp_total_retrans{`+nodeMatcher+`}[$__rate_interval]))`, "{{node}} → {{destination}}")), 8, 7)
+		promRange(`sum by (node, destination) (rate(nettune_tcp_retrans_segments_total{`+nodeMatcher+`}[$__rate_interval]))`, "{{node}} → {{destination}}")), 8, 7)
 	b.add(timeseries("Sockets", "TCP sockets to each tuned destination.", "none", steps,
 		promRange(tcp("nettune_tcp_sockets", "max"), "{{node}} → {{destination}}")), 8, 7)
 	b.add(timeseries("Guards: retransmission timeouts and spurious retransmissions", "Per second to each destination: RTO expiries (each a message waiting at least rto_min; Linux 6.7+) and segments the peer received twice (D-SACK: retransmissions that were not needed, the cost of an rto_min below the delayed-ACK time; Linux 5.10+).", "none", lines,
-		promRange(`sum by (node, destination) (rate(nettune_tcp_rto_timeouts{`+nodeMatcher+`}[$__rate_interval]))`, "RTOs {{node}} → {{destination}}"),
-		promRange(`sum by (node, destination) (rate(nettune_tcp_dsack_dups{`+nodeMatcher+`}[$__rate_interval]))`, "D-SACKs {{node}} → {{destination}}")), 24, 7)
+		promRange(`sum by (node, destination) (rate(nettune_tcp_rto_timeouts_total{`+nodeMatcher+`}[$__rate_interval]))`, "RTOs {{node}} → {{destination}}"),
+		promRange(`sum by (node, destination) (rate(nettune_tcp_dsack_dups_total{`+nodeMatcher+`}[$__rate_interval]))`, "D-SACKs {{node}} → {{destination}}")), 24, 7)
 
 	b.row("Probe latency per host pair")
 	const probeProm = `vehicle="$vehicle", node=~"$node"`

@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"net"
+	"net/netip"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
@@ -18,15 +22,34 @@ type Metrics struct {
 // ApplyResults are the values of nettune_agent_applies_total's result label.
 var ApplyResults = []string{"committed", "refused", "rolled_back", "error"}
 
-// NewMetrics creates the metrics and registers them, with a collector that
-// reports, from the committed (last-known-good) spec at scrape time, the
+// MetricLabels name the host in the agent's metrics.
+type MetricLabels struct {
+	// Node is the node label of every metric.
+	Node string
+	// Vehicle is the vehicle label of every metric (the agent's --vehicle),
+	// Host the host label of the nettune_tcp_* metrics (--host): the labels
+	// the probe's nettune_probe_latency_seconds has. Each is left out when
+	// empty.
+	Vehicle, Host string
+}
+
+// NewMetrics is NewMetricsFor with only the node label.
+func NewMetrics(reg prometheus.Registerer, node string, engine *Engine) *Metrics {
+	return NewMetricsFor(reg, MetricLabels{Node: node}, engine)
+}
+
+// NewMetricsFor creates the metrics and registers them, with a collector
+// that reports, from the committed (last-known-good) spec at scrape time, the
 // revision of every profile in force and sock_diag TCP info for its
 // destinations.
 //
 // Every result of nettune_agent_applies_total starts at 0, so that the first
 // apply of each kind shows in increase() and rate().
-func NewMetrics(reg prometheus.Registerer, node string, engine *Engine) *Metrics {
-	labels := prometheus.Labels{"node": node}
+func NewMetricsFor(reg prometheus.Registerer, l MetricLabels, engine *Engine) *Metrics {
+	if l.Vehicle != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"vehicle": l.Vehicle}, reg)
+	}
+	labels := prometheus.Labels{"node": l.Node}
 	m := &Metrics{
 		Applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nettune_agent_applies_total", Help: "Applies by result (committed, refused, rolled_back, error).", ConstLabels: labels,
@@ -45,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer, node string, engine *Engine) *Metrics
 	for _, r := range ApplyResults {
 		m.Applies.WithLabelValues(r)
 	}
-	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, &specCollector{node: node, engine: engine})
+	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, newSpecCollector(l, engine))
 	return m
 }
 
@@ -67,28 +90,60 @@ func (m *Metrics) observe(o Outcome, err error) {
 	m.ApplyDuration.Observe(o.Duration.Seconds())
 }
 
-var (
-	descRevision = prometheus.NewDesc("nettune_agent_revision_info",
-		"1 for every profile revision in force on the host (the committed, last-known-good spec); node_revision is the NodeNetTuning's own revision.",
-		[]string{"node", "profile", "revision", "node_revision"}, nil)
-	descRTT     = prometheus.NewDesc("nettune_tcp_rtt_seconds", "Smoothed RTT of the established connection to a tuned destination (max over sockets).", []string{"node", "destination"}, nil)
-	descRTO     = prometheus.NewDesc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets).", []string{"node", "destination"}, nil)
-	descCwnd    = prometheus.NewDesc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets).", []string{"node", "destination"}, nil)
-	descRetrans = prometheus.NewDesc("nettune_tcp_total_retrans", "Retransmitted segments over the life of the sockets (sum).", []string{"node", "destination"}, nil)
-	descRTOs    = prometheus.NewDesc("nettune_tcp_rto_timeouts", "Retransmission timeouts over the life of the sockets (sum; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min.", []string{"node", "destination"}, nil)
-	descDSACK   = prometheus.NewDesc("nettune_tcp_dsack_dups", "Segments the peer received twice (D-SACK) over the life of the sockets (sum; Linux 5.10+): spurious retransmissions, a guard on rto_min below the delayed-ACK time.", []string{"node", "destination"}, nil)
-	descSockets = prometheus.NewDesc("nettune_tcp_sockets", "TCP sockets to the destination.", []string{"node", "destination"}, nil)
-)
+var descRevision = prometheus.NewDesc("nettune_agent_revision_info",
+	"1 for every profile revision in force on the host (the committed, last-known-good spec); node_revision is the NodeNetTuning's own revision.",
+	[]string{"node", "profile", "revision", "node_revision"}, nil)
+
+// tcpLabels are the variable labels of the nettune_tcp_* metrics, besides
+// the constant vehicle and host: one series per tuned route, named by its
+// destination, the peer host it reaches (empty when not rendered from a host
+// pair), its profile and the revision of that profile in force, as on the
+// probe's nettune_probe_latency_seconds.
+var tcpLabels = []string{"node", "destination", "peer", "profile", "revision"}
+
+// accumulatedHelp ends the help of the nettune_tcp_*_total counters.
+const accumulatedHelp = " Accumulated at scrape time over the TCP sockets to the destination: each scrape adds what every socket counted since the previous scrape (all of its count for a socket opened since), so the counter does not drop when a socket closes. Missed are what a socket counts after the last scrape before it closes, and all of a socket that opens and closes between two scrapes. Counting starts at the agent's first scrape with tuned routes."
 
 // specCollector reads the committed spec and sock_diag at scrape time, so
-// idle costs nothing.
+// idle costs nothing but the running totals of the TCP counters.
 type specCollector struct {
 	node   string
 	engine *Engine
+
+	rtt, rto, cwnd, sockets       *prometheus.Desc
+	retrans, rtos, dsack, segsOut *prometheus.Desc
+
+	// mu serializes scrapes: a scrape reads the sockets and adds what they
+	// counted to the totals in one step, so that concurrent scrapes never
+	// apply an older reading after a newer one.
+	mu  sync.Mutex
+	tcp tcpTotals
+}
+
+func newSpecCollector(l MetricLabels, engine *Engine) *specCollector {
+	var constLabels prometheus.Labels
+	if l.Host != "" {
+		constLabels = prometheus.Labels{"host": l.Host}
+	}
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, tcpLabels, constLabels)
+	}
+	return &specCollector{
+		node:    l.Node,
+		engine:  engine,
+		rtt:     desc("nettune_tcp_rtt_seconds", "Smoothed RTT of the established connection to a tuned destination (max over sockets)."),
+		rto:     desc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets)."),
+		cwnd:    desc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets)."),
+		sockets: desc("nettune_tcp_sockets", "TCP sockets to the destination."),
+		retrans: desc("nettune_tcp_retrans_segments_total", "Segments retransmitted to the destination (tcpi_total_retrans)."+accumulatedHelp),
+		rtos:    desc("nettune_tcp_rto_timeouts_total", "Retransmission timeouts of the connections to the destination (tcpi_total_rto; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min."+accumulatedHelp),
+		dsack:   desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 5.10+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
+		segsOut: desc("nettune_tcp_segments_out_total", "Segments sent to the destination (tcpi_segs_out: in MSS units, retransmissions and pure ACKs included; Linux 4.2+), the denominator of the guards."+accumulatedHelp),
+	}
 }
 
 func (c *specCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRevision, descRTT, descRTO, descCwnd, descRetrans, descRTOs, descDSACK, descSockets} {
+	for _, d := range []*prometheus.Desc{descRevision, c.rtt, c.rto, c.cwnd, c.sockets, c.retrans, c.rtos, c.dsack, c.segsOut} {
 		ch <- d
 	}
 }
@@ -99,7 +154,7 @@ func (c *specCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	collectRevisionInfo(ch, c.node, spec)
-	collectTCPInfo(ch, c.node, c.engine.Host, spec)
+	c.collectTCPInfo(ch, spec)
 }
 
 // collectRevisionInfo reports nettune_agent_revision_info for every profile
@@ -115,39 +170,183 @@ func collectRevisionInfo(ch chan<- prometheus.Metric, node string, spec v1alpha1
 	}
 }
 
-func collectTCPInfo(ch chan<- prometheus.Metric, node string, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) {
-	for _, dst := range RouteDestinations(spec) {
-		socks, err := host.TCPSockets(dst)
-		if err != nil {
+// tcpSeriesKey names a series of the nettune_tcp_* metrics: a new revision
+// of a route's profile starts new series, with their own totals.
+type tcpSeriesKey struct {
+	destination, peer, profile, revision string
+}
+
+// tcpSocketKey tells a socket apart across scrapes: the cookie is unique to
+// the socket for its life (its inode drops to 0 when the application closes
+// it while the kernel still sends, and a 4-tuple can be reused).
+type tcpSocketKey struct {
+	cookie        uint64
+	local, remote netip.AddrPort
+}
+
+func socketKey(s kernel.TCPSocketInfo) tcpSocketKey {
+	ap := func(a *net.TCPAddr) netip.AddrPort {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return netip.AddrPortFrom(ip.Unmap(), uint16(a.Port))
+	}
+	return tcpSocketKey{cookie: s.Cookie, local: ap(s.Local), remote: ap(s.Remote)}
+}
+
+// tcpCounts are the guard counters of a socket, or the totals of a series.
+type tcpCounts struct {
+	retrans, rtos, dsack, segsOut uint64
+}
+
+func socketCounts(s kernel.TCPSocketInfo) tcpCounts {
+	return tcpCounts{retrans: uint64(s.TotalRetrans), rtos: uint64(s.TotalRTO), dsack: uint64(s.DSACKDups), segsOut: uint64(s.SegsOut)}
+}
+
+// since is what a socket counted since it was seen with prev: the kernel's
+// counters are u32 (tcpi_total_rto u16) and wrap, so the difference is taken
+// modulo their width and is never negative.
+func (c tcpCounts) since(prev tcpCounts) tcpCounts {
+	return tcpCounts{
+		retrans: uint64(uint32(c.retrans - prev.retrans)),
+		rtos:    uint64(uint16(c.rtos - prev.rtos)),
+		dsack:   uint64(uint32(c.dsack - prev.dsack)),
+		segsOut: uint64(uint32(c.segsOut - prev.segsOut)),
+	}
+}
+
+func (c *tcpCounts) add(d tcpCounts) {
+	c.retrans += d.retrans
+	c.rtos += d.rtos
+	c.dsack += d.dsack
+	c.segsOut += d.segsOut
+}
+
+// tcpTotals is the state of the nettune_tcp_*_total counters between
+// scrapes.
+type tcpTotals struct {
+	// totals of every series of the spec at the last scrape.
+	totals map[tcpSeriesKey]*tcpCounts
+	// socks are the counters of every socket of the namespace with tcp_info
+	// at the last dump; nil before the first dump (and after a scrape
+	// without routes, which reads nothing).
+	socks map[tcpSocketKey]tcpCounts
+	// The kernel's tcp_info carries tcpi_total_rto, tcpi_dsack_dups and
+	// tcpi_segs_out: learned from any socket of the namespace.
+	hasRTO, hasDSACK, hasSegsOut bool
+}
+
+// tcpRoute is a route of the spec as the nettune_tcp_* metrics see it.
+type tcpRoute struct {
+	dst *net.IPNet
+	key tcpSeriesKey
+}
+
+func tcpRoutes(spec v1alpha1.NodeNetTuningSpec) []tcpRoute {
+	revisions := make(map[string]string, len(spec.Profiles))
+	for _, p := range spec.Profiles {
+		revisions[p.Name] = p.Revision
+	}
+	var out []tcpRoute
+	seen := map[string]bool{}
+	for _, r := range spec.Routes {
+		dst, err := kernel.ParseDestination(r.Destination)
+		if err != nil || seen[dst.String()] {
 			continue
 		}
-		var rtt, rto float64
-		var cwnd, retrans, rtos, dsack float64
-		hasRTOs, hasDSACK := true, true
+		seen[dst.String()] = true
+		out = append(out, tcpRoute{dst, tcpSeriesKey{destination: dst.String(), peer: r.Peer, profile: r.Profile, revision: revisions[r.Profile]}})
+	}
+	return out
+}
+
+// collectTCPInfo reports, for every route of spec, the gauges of the
+// sockets to its destination and the running totals of their counters.
+//
+// Each scrape dumps the sockets of the namespace once and adds to the totals
+// of every route whose destination a socket's remote address is in what the
+// socket counted since the previous dump: the difference for a socket in
+// that dump, all of its count for a socket opened since. The first dump
+// (after the start, or after a spec without routes) only records the
+// sockets, so the totals start at 0 and count what happens while the agent
+// watches, not the history of long-lived sockets. Sockets that are gone are
+// forgotten and what they counted stays in the totals; totals of series no
+// longer in the spec (a route removed, or under another profile revision)
+// are dropped.
+func (c *specCollector) collectTCPInfo(ch chan<- prometheus.Metric, spec v1alpha1.NodeNetTuningSpec) {
+	routes := tcpRoutes(spec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	totals := make(map[tcpSeriesKey]*tcpCounts, len(routes))
+	for _, r := range routes {
+		t := c.tcp.totals[r.key]
+		if t == nil {
+			t = &tcpCounts{}
+		}
+		totals[r.key] = t
+	}
+	c.tcp.totals = totals
+	if len(routes) == 0 || c.engine.Host == nil {
+		c.tcp.socks = nil
+		return
+	}
+
+	socks, err := c.engine.Host.TCPSockets(nil)
+	if err == nil {
+		first := c.tcp.socks == nil
+		seen := make(map[tcpSocketKey]tcpCounts, len(c.tcp.socks))
 		for _, s := range socks {
-			rtt = max(rtt, s.RTT.Seconds())
-			rto = max(rto, s.RTO.Seconds())
-			cwnd = max(cwnd, float64(s.SndCwnd))
-			retrans += float64(s.TotalRetrans)
-			rtos += float64(s.TotalRTO)
-			dsack += float64(s.DSACKDups)
-			hasRTOs = hasRTOs && s.HasTotalRTO
-			hasDSACK = hasDSACK && s.HasDSACK
+			if !s.HasInfo {
+				continue // time-wait (or an orphan in FIN-WAIT-2): no counters; what it counted before stays
+			}
+			c.tcp.hasRTO = c.tcp.hasRTO || s.HasTotalRTO
+			c.tcp.hasDSACK = c.tcp.hasDSACK || s.HasDSACK
+			c.tcp.hasSegsOut = c.tcp.hasSegsOut || s.HasSegsOut
+			k, cur := socketKey(s), socketCounts(s)
+			seen[k] = cur
+			prev, known := c.tcp.socks[k]
+			if first || (known && prev == cur) {
+				continue
+			}
+			d := cur.since(prev) // from 0 for a socket opened since the last dump
+			for _, r := range routes {
+				if r.dst.Contains(s.Remote.IP) {
+					totals[r.key].add(d)
+				}
+			}
 		}
-		d := dst.String()
-		ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(len(socks)), node, d)
-		if len(socks) == 0 {
-			continue
+		c.tcp.socks = seen
+	}
+
+	for _, r := range routes {
+		labels := []string{c.node, r.key.destination, r.key.peer, r.key.profile, r.key.revision}
+		if err == nil {
+			var rtt, rto, cwnd float64
+			n := 0
+			for _, s := range socks {
+				if !r.dst.Contains(s.Remote.IP) {
+					continue
+				}
+				n++
+				rtt = max(rtt, s.RTT.Seconds())
+				rto = max(rto, s.RTO.Seconds())
+				cwnd = max(cwnd, float64(s.SndCwnd))
+			}
+			ch <- prometheus.MustNewConstMetric(c.sockets, prometheus.GaugeValue, float64(n), labels...)
+			if n > 0 {
+				ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, rtt, labels...)
+				ch <- prometheus.MustNewConstMetric(c.rto, prometheus.GaugeValue, rto, labels...)
+				ch <- prometheus.MustNewConstMetric(c.cwnd, prometheus.GaugeValue, cwnd, labels...)
+			}
 		}
-		ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, rtt, node, d)
-		ch <- prometheus.MustNewConstMetric(descRTO, prometheus.GaugeValue, rto, node, d)
-		ch <- prometheus.MustNewConstMetric(descCwnd, prometheus.GaugeValue, cwnd, node, d)
-		ch <- prometheus.MustNewConstMetric(descRetrans, prometheus.CounterValue, retrans, node, d)
-		if hasRTOs {
-			ch <- prometheus.MustNewConstMetric(descRTOs, prometheus.CounterValue, rtos, node, d)
+		t := totals[r.key]
+		ch <- prometheus.MustNewConstMetric(c.retrans, prometheus.CounterValue, float64(t.retrans), labels...)
+		if c.tcp.hasRTO {
+			ch <- prometheus.MustNewConstMetric(c.rtos, prometheus.CounterValue, float64(t.rtos), labels...)
 		}
-		if hasDSACK {
-			ch <- prometheus.MustNewConstMetric(descDSACK, prometheus.CounterValue, dsack, node, d)
+		if c.tcp.hasDSACK {
+			ch <- prometheus.MustNewConstMetric(c.dsack, prometheus.CounterValue, float64(t.dsack), labels...)
+		}
+		if c.tcp.hasSegsOut {
+			ch <- prometheus.MustNewConstMetric(c.segsOut, prometheus.CounterValue, float64(t.segsOut), labels...)
 		}
 	}
 }

@@ -31,8 +31,15 @@ var tcpStateNames = map[uint8]string{
 type TCPSocketInfo struct {
 	Local, Remote *net.TCPAddr
 	State         string // "ESTABLISHED", ...
-	// Inode is the socket's inode (0 for time-wait sockets).
+	// Inode is the socket's inode: 0 for time-wait sockets and for sockets
+	// the application has closed while the kernel still finishes them
+	// (FIN-WAIT-1, LAST-ACK, ...).
 	Inode uint32
+	// Cookie is the kernel's socket cookie (idiag_cookie, as SO_COOKIE
+	// reports it): unique to the socket in the namespace for its whole life,
+	// closed states included, so it tells sockets apart across dumps even
+	// when the inode drops to 0 or a 4-tuple is reused.
+	Cookie uint64
 	// CongestionControl is the socket's algorithm, "" if not reported.
 	CongestionControl string
 
@@ -57,9 +64,14 @@ type TCPSocketInfo struct {
 	// TotalRTO counts retransmission timeouts of the socket's life
 	// (tcpi_total_rto, Linux 6.7+).
 	TotalRTO uint32
-	// HasDSACK and HasTotalRTO say whether the kernel's tcp_info carried
-	// those fields.
-	HasDSACK, HasTotalRTO bool
+	// SegsOut counts the segments the socket sent in its life, in MSS units
+	// (a TSO/GSO packet counts as the segments it is cut into),
+	// retransmissions and pure ACKs included (tcpi_segs_out, Linux 4.2+). It
+	// wraps at 2^32.
+	SegsOut uint32
+	// HasDSACK, HasTotalRTO and HasSegsOut say whether the kernel's
+	// tcp_info carried those fields.
+	HasDSACK, HasTotalRTO, HasSegsOut bool
 	// HasInfo is false when the kernel sent no tcp_info (time-wait sockets).
 	HasInfo bool
 }
@@ -132,6 +144,8 @@ func parseInetDiag(b []byte) (TCPSocketInfo, error) {
 	}
 	s.Local = &net.TCPAddr{IP: addr(8), Port: int(sport)}
 	s.Remote = &net.TCPAddr{IP: addr(24), Port: int(dport)}
+	// idiag_cookie[2]: the low then the high half of the cookie.
+	s.Cookie = uint64(nativeEndian.Uint32(b[44:48])) | uint64(nativeEndian.Uint32(b[48:52]))<<32
 	s.Inode = nativeEndian.Uint32(b[68:72])
 	attrs, err := parseAttrs(b[sizeofInetDiagMsg:])
 	if err != nil {
@@ -172,6 +186,9 @@ func parseTCPInfo(b []byte, s *TCPSocketInfo) {
 	s.TotalRetrans = at(100)
 	if len(b) >= 128 {
 		s.BytesAcked = nativeEndian.Uint64(b[120:])
+	}
+	if len(b) >= 144 { // bytes_received at 128, then segs_out, segs_in
+		s.SegsOut, s.HasSegsOut = at(136), true
 	}
 	if len(b) >= 220 {
 		s.DSACKDups, s.HasDSACK = at(216), true

@@ -82,8 +82,8 @@ func TestDashboardsShowWhatTheyPromise(t *testing.T) {
 			`{job="nettune-controller", profile="$profile"}`, `event="RolledBack"`, `{job="nettune-agent"`, `reverted`,
 		},
 		"vehicle.json": {
-			"nettune_tcp_rtt_seconds", "nettune_tcp_rto_seconds", "nettune_tcp_total_retrans", "nettune_tcp_snd_cwnd",
-			"nettune_tcp_rto_timeouts", "nettune_tcp_dsack_dups",
+			"nettune_tcp_rtt_seconds", "nettune_tcp_rto_seconds", "nettune_tcp_retrans_segments_total", "nettune_tcp_snd_cwnd",
+			"nettune_tcp_rto_timeouts_total", "nettune_tcp_dsack_dups_total",
 			"nettune_agent_drift_repairs_total", "nettune_agent_revision_info", "nettune_agent_applies_total", "nettune_agent_reverts_total",
 			`event="drift_repaired"`, "nettune_probe_latency_seconds_bucket", `{job="nettune-probe", vehicle="$vehicle", node=~"$node"}`,
 		},
