@@ -226,11 +226,21 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.observe(p.Name, nnts), Commands: Commands(p),
 	}
 	out = planner.Plan(in)
-	if m := out.Measure; m != nil {
-		if st, announce, measured := r.measure(ctx, p, m, out.Status); measured {
+	if len(out.Measures) > 0 {
+		// Every analysis of the step measured on the same plan, then one
+		// plan decides on all of their results.
+		st, measuredAny := out.Status, false
+		for _, m := range out.Measures {
+			var announce func()
+			var measured bool
+			if st, announce, measured = r.measure(ctx, p, m, st); measured {
+				measuredAny = true
+				emit = append(emit, announce)
+			}
+		}
+		if measuredAny {
 			in.Status = st
 			out = planner.Plan(in)
-			emit = append(emit, announce)
 		}
 	}
 

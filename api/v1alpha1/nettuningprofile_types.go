@@ -178,7 +178,7 @@ type ProfileInterface struct {
 // RolloutSpec is a staged rollout: the canary cohort receives a new revision
 // first, then steps run in order; after the last step every selected vehicle
 // receives it and it becomes the stable revision.
-// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || (has(self.analyses) && self.analyses.exists(a, a.name == s.analysis.name)))",message="every analysis step must name an entry of analyses",fieldPath=".steps"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.analysis) || (has(self.analyses) && self.analyses.exists(a, a.name == s.analysis.name) && (!has(s.analysis.with) || s.analysis.with.all(w, self.analyses.exists(a, a.name == w)))))",message="every analysis step must name entries of analyses (name and with)",fieldPath=".steps"
 type RolloutSpec struct {
 	// canary chooses the vehicles that receive a new revision first.
 	// +required
@@ -311,13 +311,33 @@ type PauseStep struct {
 	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
-// AnalysisStep runs a named analysis.
+// AnalysisStep runs a named analysis, and the analyses named in with beside
+// it.
+// +kubebuilder:validation:XValidation:rule="!has(self.with) || !(self.name in self.with)",message="with repeats the step's own analysis",fieldPath=".with"
 type AnalysisStep struct {
 	// name of an entry in rollout.analyses.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
+
+	// with names more entries of rollout.analyses measured beside name, on
+	// the same cohorts at the same instants: a TCP guard (spurious
+	// retransmissions, retransmission timeouts) beside a latency judge. The
+	// step passes when every one of them passed and rolls back as soon as
+	// one failed; an inconclusive one pauses or aborts as its onInconclusive
+	// says.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	With []string `json:"with,omitempty"`
+}
+
+// Names are the step's analyses: name, then with.
+func (s *AnalysisStep) Names() []string {
+	return append([]string{s.Name}, s.With...)
 }
 
 // AnalysisProvider is the metrics backend an analysis queries.
@@ -493,16 +513,22 @@ var ProbeLatencyThresholds = []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 
 // the baseline are matched by their labels (e.g. sum by (host, peer)). Their
 // templates see the fields of query plus .ThresholdMs (e.g. "100") and
 // .ThresholdSeconds (e.g. "0.1"); intervalQuery also sees .Step.
+//
+// The same test judges any count against a total per host pair: a TCP guard
+// counts the segments a peer received twice (D-SACK) against the segments
+// sent, from the agents' nettune_tcp_* counters, and needs no threshold.
+// +kubebuilder:validation:XValidation:rule="has(self.threshold) || !(self.slowQuery.contains('.Threshold') || self.totalQuery.contains('.Threshold') || (has(self.intervalQuery) && self.intervalQuery.contains('.Threshold')))",message="threshold is required when a query uses .ThresholdMs or .ThresholdSeconds",fieldPath=".threshold"
 type JudgeSpec struct {
-	// threshold: a message slower than this is slow (e.g. 100ms: half the
-	// kernel's 200 ms RTO floor; 20ms: the fleet's latency target). With
+	// threshold: a message slower than this is slow (e.g. 200ms: the
+	// kernel's RTO floor; 20ms: the fleet's latency target). With
 	// Prometheus, it must be a bucket bound of nettune_probe_latency_seconds
-	// (5ms, 10ms, 20ms, 50ms, 100ms, 150ms, 200ms or 500ms).
-	// +required
+	// (5ms, 10ms, 20ms, 50ms, 100ms, 150ms, 200ms or 500ms). Required when
+	// a query uses .ThresholdMs or .ThresholdSeconds.
+	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
-	Threshold metav1.Duration `json:"threshold"`
+	Threshold *metav1.Duration `json:"threshold,omitempty"`
 
 	// quantile is the tail the verdict is about: each cohort needs at least
 	// 3/(1-quantile) messages on a pair (and minSamples) before that pair is

@@ -194,7 +194,9 @@ defaults: {initcwnd: 10}`, "spec.vehicleLabel", "should match"},
 	{"percent above 100", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{setVehicles: {percent: 101}}]`, "spec.rollout.steps[0].setVehicles.percent", "less than or equal to 100"},
 	{"setVehicles count and percent", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{setVehicles: {percent: 10, count: 2}}]`, "spec.rollout.steps[0].setVehicles", "exactly one of count or percent"},
 	{"pause duration not a duration", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{pause: {duration: forever}}]`, "spec.rollout.steps[0].pause.duration", "should match"},
-	{"analysis step names unknown analysis", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{analysis: {name: nope}}]`, "spec.rollout.steps", "must name an entry of analyses"},
+	{"analysis step names unknown analysis", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{analysis: {name: nope}}]`, "spec.rollout.steps", "must name entries of analyses"},
+	{"analysis step with names unknown analysis", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{analysis: {name: lat, with: [nope]}}]`, "spec.rollout.steps", "must name entries of analyses (name and with)"},
+	{"analysis step with repeats its name", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{analysis: {name: lat, with: [lat]}}]`, "spec.rollout.steps[0].analysis.with", "with repeats the step's own analysis"},
 	{"canary cohort empty", `defaults: {initcwnd: 10}
 rollout: {canary: {}}`, "spec.rollout.canary", "exactly one of vehicles, selector or count"},
 	{"canary vehicles empty list", `defaults: {initcwnd: 10}
@@ -247,6 +249,10 @@ rollout:
 rollout:
   canary: {count: 1}
   analyses: [{name: lat, provider: Loki, judge: {threshold: 100ms, slowQuery: s, totalQuery: t, quantile: "1"}}]`, "spec.rollout.analyses[0].judge.quantile", "should match"},
+	{"judge query uses a threshold it lacks", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {slowQuery: "x > {{ .ThresholdMs }}", totalQuery: t}}]`, "spec.rollout.analyses[0].judge.threshold", "threshold is required when a query uses .ThresholdMs or .ThresholdSeconds"},
 	{"judge threshold not a duration", `defaults: {initcwnd: 10}
 rollout:
   canary: {count: 1}

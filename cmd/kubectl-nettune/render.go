@@ -133,7 +133,7 @@ func stepText(p *v1alpha1.NetTuningProfile, i int32) string {
 	case s.Pause != nil:
 		return "pause until promoted"
 	case s.Analysis != nil:
-		return "analysis " + s.Analysis.Name
+		return "analysis " + strings.Join(s.Analysis.Names(), " + ")
 	}
 	return "(empty step)"
 }
@@ -273,10 +273,16 @@ func currentStepNote(p *v1alpha1.NetTuningProfile, i int32, now time.Time) strin
 			return fmt.Sprintf(" (%s left)", duration.HumanDuration(left))
 		}
 	case s.Analysis != nil:
-		for _, a := range p.Status.Analysis {
-			if a.Name == s.Analysis.Name && a.Step == i && a.Phase != "" {
-				return fmt.Sprintf(" (%s)", a.Phase)
+		var phases []string
+		for _, name := range s.Analysis.Names() {
+			for _, a := range p.Status.Analysis {
+				if a.Name == name && a.Step == i && a.Phase != "" {
+					phases = append(phases, a.Phase)
+				}
 			}
+		}
+		if len(phases) > 0 {
+			return fmt.Sprintf(" (%s)", strings.Join(phases, ", "))
 		}
 	}
 	return ""

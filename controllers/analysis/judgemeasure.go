@@ -45,21 +45,35 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 	if cfg.MaxRatio, err = parseDecimal("judge.maxRatio", j.MaxRatio, 1); err != nil {
 		return cfg, err
 	}
-	if j.Threshold.Duration <= 0 {
-		return cfg, fmt.Errorf("judge.threshold %s must be positive", j.Threshold.Duration)
+	uses := strings.Contains(j.SlowQuery, ".Threshold") || strings.Contains(j.TotalQuery, ".Threshold") ||
+		(j.IntervalQuery != nil && strings.Contains(*j.IntervalQuery, ".Threshold"))
+	threshold := judgeThreshold(j)
+	switch {
+	case j.Threshold != nil && threshold <= 0:
+		return cfg, fmt.Errorf("judge.threshold %s must be positive", threshold)
+	case uses && j.Threshold == nil:
+		return cfg, errors.New("judge.threshold is required: a query uses .ThresholdMs or .ThresholdSeconds")
 	}
 	// A Prometheus threshold that is not a bucket bound would match no
 	// bucket: no message would ever count as slow.
 	if spec.Provider == v1alpha1.ProviderPrometheus && strings.Contains(j.SlowQuery, ".ThresholdSeconds") &&
-		!slices.Contains(v1alpha1.ProbeLatencyThresholds, j.Threshold.Duration.Seconds()) {
+		!slices.Contains(v1alpha1.ProbeLatencyThresholds, threshold.Seconds()) {
 		var bounds []string
 		for _, b := range v1alpha1.ProbeLatencyThresholds {
 			bounds = append(bounds, time.Duration(b*float64(time.Second)).String())
 		}
 		return cfg, fmt.Errorf("judge.threshold %s is not a bucket bound of nettune_probe_latency_seconds (%s): the slow query would match no bucket",
-			j.Threshold.Duration, strings.Join(bounds, ", "))
+			threshold, strings.Join(bounds, ", "))
 	}
 	return cfg, nil
+}
+
+// judgeThreshold is judge.threshold, 0 when unset.
+func judgeThreshold(j *v1alpha1.JudgeSpec) time.Duration {
+	if j.Threshold == nil {
+		return 0
+	}
+	return j.Threshold.Duration
 }
 
 // JudgeSampleMinimum is the messages each cohort needs on a pair before the
@@ -108,8 +122,9 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}
 	}
 	extra := func(d *TemplateData) error {
-		d.ThresholdMs = strconv.FormatFloat(float64(j.Threshold.Duration)/float64(time.Millisecond), 'f', -1, 64)
-		d.ThresholdSeconds = strconv.FormatFloat(j.Threshold.Duration.Seconds(), 'f', -1, 64)
+		threshold := judgeThreshold(j)
+		d.ThresholdMs = strconv.FormatFloat(float64(threshold)/float64(time.Millisecond), 'f', -1, 64)
+		d.ThresholdSeconds = strconv.FormatFloat(threshold.Seconds(), 'f', -1, 64)
 		s, err := FormatDuration(step)
 		d.Step = s
 		return err

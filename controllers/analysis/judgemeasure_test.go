@@ -44,7 +44,7 @@ func TestJudgeWindow(t *testing.T) {
 
 func TestJudgeConfigFor(t *testing.T) {
 	s := func(v string) *string { return &v }
-	spec := &v1alpha1.AnalysisSpec{Name: "j", Judge: &v1alpha1.JudgeSpec{Threshold: metav1.Duration{Duration: 100 * time.Millisecond}}}
+	spec := &v1alpha1.AnalysisSpec{Name: "j", Judge: &v1alpha1.JudgeSpec{Threshold: &metav1.Duration{Duration: 100 * time.Millisecond}}}
 	cfg, err := JudgeConfigFor(spec)
 	if err != nil || cfg.Quantile != DefaultJudgeQuantile || cfg.Confidence != DefaultJudgeConfidence ||
 		cfg.MaxIncrease != DefaultJudgeMaxIncrease || cfg.MinSamples != DefaultMinSamples {
@@ -62,6 +62,24 @@ func TestJudgeConfigFor(t *testing.T) {
 
 // A judge's verdict lands in the result; the first measurement sets Started
 // and later ones keep it.
+// A guard counts without a latency threshold; a query that uses one needs it.
+func TestJudgeConfigForThreshold(t *testing.T) {
+	guard := &v1alpha1.AnalysisSpec{Name: "g", Provider: v1alpha1.ProviderPrometheus, Judge: &v1alpha1.JudgeSpec{
+		SlowQuery: "sum by (host, peer) (increase(nettune_tcp_dsack_dups_total[{{ .Window }}]))", TotalQuery: "t"}}
+	if _, err := JudgeConfigFor(guard); err != nil {
+		t.Errorf("guard without threshold: %v", err)
+	}
+	latency := guard.DeepCopy()
+	latency.Judge.SlowQuery = "x > {{ .ThresholdMs }}"
+	if _, err := JudgeConfigFor(latency); err == nil || !strings.Contains(err.Error(), "judge.threshold is required") {
+		t.Errorf("query using an unset threshold: %v, want judge.threshold is required", err)
+	}
+	latency.Judge.Threshold = &metav1.Duration{Duration: 0}
+	if _, err := JudgeConfigFor(latency); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		t.Errorf("zero threshold: %v, want must be positive", err)
+	}
+}
+
 func TestAccumulateJudge(t *testing.T) {
 	spec := &v1alpha1.AnalysisSpec{Name: "slow", Judge: &v1alpha1.JudgeSpec{}, Measurements: ptrInt32(1), InconclusiveLimit: ptrInt32(3)}
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -106,16 +107,25 @@ func (s *sim) input() planner.Input {
 func (s *sim) tick(d time.Duration) planner.Output {
 	out := planner.Plan(s.input())
 	var measured string
-	if m := out.Measure; m != nil {
-		phase := s.verdict(m)
-		res := v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step, Phase: phase, LastMeasured: &metav1.Time{Time: s.now},
-			Message: fmt.Sprintf("canary %s vs baseline %s", strings.Join(m.Canary, ","), strings.Join(m.Baseline, ","))}
+	if len(out.Measures) > 0 {
 		st := *out.Status.DeepCopy()
-		st.Analysis = []v1alpha1.AnalysisResult{res}
+		// Results of the step's other analyses (decided earlier) stay.
+		var kept []v1alpha1.AnalysisResult
+		for _, a := range st.Analysis {
+			if a.Step == out.Measures[0].Step && !slices.ContainsFunc(out.Measures, func(m *planner.Measure) bool { return m.Analysis == a.Name }) {
+				kept = append(kept, a)
+			}
+		}
+		st.Analysis = kept
+		for _, m := range out.Measures {
+			phase := s.verdict(m)
+			st.Analysis = append(st.Analysis, v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step, Phase: phase, LastMeasured: &metav1.Time{Time: s.now},
+				Message: fmt.Sprintf("canary %s vs baseline %s", strings.Join(m.Canary, ","), strings.Join(m.Baseline, ","))})
+			measured += fmt.Sprintf(" measure(%s step %d canary=[%s] baseline=%d)=%s", m.Analysis, m.Step, strings.Join(m.Canary, " "), len(m.Baseline), phase)
+		}
 		in := s.input()
 		in.Status = st
 		out = planner.Plan(in)
-		measured = fmt.Sprintf(" measure(%s step %d canary=[%s] baseline=%d)=%s", m.Analysis, m.Step, strings.Join(m.Canary, " "), len(m.Baseline), phase)
 	}
 	s.status = out.Status
 	s.record(out, measured)

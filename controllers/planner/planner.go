@@ -157,8 +157,9 @@ type Output struct {
 	Assign map[string]string
 	Status v1alpha1.NetTuningProfileStatus
 	Events []Event
-	// Measure is set while an analysis step waits for its verdict.
-	Measure *Measure
+	// Measures are set while an analysis step waits for its verdicts: one
+	// per analysis of the step still running.
+	Measures []*Measure
 	// RequeueAfter is when the plan may change with time alone (0 = never).
 	RequeueAfter time.Duration
 }
@@ -509,83 +510,106 @@ func (p *plan) runStep(i int32, s v1alpha1.RolloutStep) (done, stop bool) {
 		}
 		return true, false
 	case s.Analysis != nil:
-		return p.runAnalysis(i, s.Analysis.Name, promoted)
+		return p.runAnalysis(i, s.Analysis, promoted)
 	}
 	return true, false
 }
 
-func (p *plan) runAnalysis(i int32, name string, promoted bool) (done, stop bool) {
+func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) (done, stop bool) {
 	st := p.st()
-	spec := p.analysisSpec(name)
-	if spec == nil {
-		// Admission forbids this; treat it as a pause rather than skipping a check.
-		st.Phase = PhasePaused
-		p.event(true, "AnalysisMissing", "step %d names analysis %q which is not defined", i, name)
-		return false, false
-	}
-	var res *v1alpha1.AnalysisResult
-	for k := range st.Analysis {
-		if st.Analysis[k].Name == name && st.Analysis[k].Step == i {
-			res = &st.Analysis[k]
+	names := step.Names()
+	specs := make([]*v1alpha1.AnalysisSpec, len(names))
+	for k, name := range names {
+		if specs[k] = p.analysisSpec(name); specs[k] == nil {
+			// Admission forbids this; treat it as a pause rather than skipping a check.
+			st.Phase = PhasePaused
+			p.event(true, "AnalysisMissing", "step %d names analysis %q which is not defined", i, name)
+			return false, false
 		}
 	}
 	if promoted {
-		p.event(false, "Promoted", "step %d (analysis %s) promoted by the user", i, name)
+		p.event(false, "Promoted", "step %d (analysis %s) promoted by the user", i, strings.Join(names, ", "))
 		return true, false
 	}
-	phase := ""
-	if res != nil {
-		phase = res.Phase
+	results := make([]*v1alpha1.AnalysisResult, len(names))
+	for k, name := range names {
+		for j := range st.Analysis {
+			if st.Analysis[j].Name == name && st.Analysis[j].Step == i {
+				results[k] = &st.Analysis[j]
+			}
+		}
 	}
-	switch phase {
-	case AnalysisSuccessful:
-		return true, false
-	case AnalysisFailed:
-		if spec.DryRun {
-			p.event(true, "AnalysisFailedDryRun", "analysis %s failed (dry run, not acted on): %s", name, res.Message)
-			return true, false
+	phase := func(k int) string {
+		if results[k] == nil {
+			return ""
 		}
-		p.rollback("AnalysisFailed", fmt.Sprintf("analysis %s at step %d failed: %s", name, i, res.Message))
-		return false, true
-	case AnalysisInconclusive:
-		if spec.DryRun {
-			return true, false
+		return results[k].Phase
+	}
+	// A failure rolls back at once, whatever the others say.
+	for k, name := range names {
+		if phase(k) == AnalysisFailed && !specs[k].DryRun {
+			p.rollback("AnalysisFailed", fmt.Sprintf("analysis %s at step %d failed: %s", name, i, results[k].Message))
+			return false, true
 		}
-		if spec.OnInconclusive == v1alpha1.InconclusiveAbort {
-			p.rollback("AnalysisInconclusive", fmt.Sprintf("analysis %s at step %d was inconclusive: %s", name, i, res.Message))
+	}
+	for k, name := range names {
+		if phase(k) != AnalysisInconclusive || specs[k].DryRun {
+			continue
+		}
+		if specs[k].OnInconclusive == v1alpha1.InconclusiveAbort {
+			p.rollback("AnalysisInconclusive", fmt.Sprintf("analysis %s at step %d was inconclusive: %s", name, i, results[k].Message))
 			return false, true
 		}
 		st.Phase = PhasePaused
 		return false, false
 	}
-	// Running or not started: ask for a measurement.
-	m := &Measure{Analysis: name, Step: i, CanaryRevision: st.CurrentRevision, BaselineRevision: st.StableRevision}
+	// Running or not started: ask for a measurement of each.
+	var canary, baseline []string
 	for _, v := range p.in.Vehicles {
 		if p.excluded[v.Name] {
 			continue
 		}
 		switch p.out.Assign[v.Name] {
 		case st.CurrentRevision:
-			m.Canary = append(m.Canary, v.Name)
+			canary = append(canary, v.Name)
 		case st.StableRevision:
 			if st.StableRevision != "" {
-				m.Baseline = append(m.Baseline, v.Name)
+				baseline = append(baseline, v.Name)
 			}
 		}
 	}
-	sort.Strings(m.Canary)
-	sort.Strings(m.Baseline)
-	p.out.Measure = m
-	interval := time.Minute
-	if spec.Interval != nil {
-		interval = spec.Interval.Duration
+	sort.Strings(canary)
+	sort.Strings(baseline)
+	pending := false
+	for k, name := range names {
+		switch phase(k) {
+		case AnalysisSuccessful, AnalysisFailed, AnalysisInconclusive:
+			continue // decided (a failed or inconclusive one is a dry run)
+		}
+		pending = true
+		p.out.Measures = append(p.out.Measures, &Measure{Analysis: name, Step: i,
+			Canary: canary, CanaryRevision: st.CurrentRevision, Baseline: baseline, BaselineRevision: st.StableRevision})
+		interval := time.Minute
+		if specs[k].Interval != nil {
+			interval = specs[k].Interval.Duration
+		}
+		next := interval
+		if r := results[k]; r != nil && r.LastMeasured != nil {
+			next = r.LastMeasured.Add(interval).Sub(p.in.Now)
+		}
+		p.requeue(next)
 	}
-	next := interval
-	if res != nil && res.LastMeasured != nil {
-		next = res.LastMeasured.Add(interval).Sub(p.in.Now)
+	if pending {
+		return false, false
 	}
-	p.requeue(next)
-	return false, false
+	// Every analysis decided and none acts: the step is done. A dry run's
+	// failure is reported once, here.
+	for k, name := range names {
+		if phase(k) == AnalysisFailed {
+			p.event(true, "AnalysisFailedDryRun", "analysis %s failed (dry run, not acted on): %s", name, results[k].Message)
+		}
+	}
+	return true, false
 }
 
 // complete makes the rollout's revision stable.
@@ -826,7 +850,7 @@ func describeStep(steps []v1alpha1.RolloutStep, i int32) string {
 	case s.Pause != nil:
 		return "(pause until promoted)"
 	case s.Analysis != nil:
-		return fmt.Sprintf("(analysis %s)", s.Analysis.Name)
+		return fmt.Sprintf("(analysis %s)", strings.Join(s.Analysis.Names(), ", "))
 	}
 	return ""
 }

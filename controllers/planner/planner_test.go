@@ -17,6 +17,7 @@ limitations under the License.
 package planner_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,8 +299,8 @@ func TestAnalysisVerdicts(t *testing.T) {
 			if out.Status.Phase != tc.phase {
 				t.Fatalf("phase %s, want %s", out.Status.Phase, tc.phase)
 			}
-			if tc.phase == planner.PhaseProgressing && (out.Measure == nil || out.RequeueAfter <= 0) {
-				t.Errorf("running analysis: measure %v requeue %s", out.Measure, out.RequeueAfter)
+			if tc.phase == planner.PhaseProgressing && (len(out.Measures) == 0 || out.RequeueAfter <= 0) {
+				t.Errorf("running analysis: measures %v requeue %s", out.Measures, out.RequeueAfter)
 			}
 			if tc.phase == planner.PhasePaused {
 				c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused)
@@ -431,4 +432,103 @@ func TestRequeueWhenAVehicleWouldTurnUnreachable(t *testing.T) {
 	if out.RequeueAfter <= 0 {
 		t.Errorf("waiting for an unreachable canary without a requeue")
 	}
+}
+
+// withGuard is shipped() whose analysis steps also run a "tcp-guard"
+// analysis beside the latency one.
+func withGuard(dryRun bool) *v1alpha1.RolloutSpec {
+	r := shipped()
+	r.Analyses = append(r.Analyses, v1alpha1.AnalysisSpec{
+		Name: "tcp-guard", Provider: v1alpha1.ProviderPrometheus, Interval: dur(30 * time.Second),
+		OnInconclusive: v1alpha1.InconclusivePause, DryRun: dryRun,
+	})
+	for i := range r.Steps {
+		if a := r.Steps[i].Analysis; a != nil {
+			a.With = []string{"tcp-guard"}
+		}
+	}
+	return r
+}
+
+func TestAnalysisStepWith(t *testing.T) {
+	t.Run("both measured on the same cohorts, and both must pass", func(t *testing.T) {
+		s := newSim(t, withGuard(false), 6, 2, "r1")
+		s.revision = "r2"
+		seen := map[string][]string{}
+		s.verdict = func(m *planner.Measure) string {
+			seen[m.Analysis] = append(seen[m.Analysis], strings.Join(m.Canary, ",")+"|"+strings.Join(m.Baseline, ","))
+			return planner.AnalysisSuccessful
+		}
+		out := runUntil(s, 30, phaseIs(planner.PhaseHealthy))
+		if out.Status.StableRevision != "r2" {
+			t.Fatalf("rollout did not complete: phase %s", out.Status.Phase)
+		}
+		if len(seen["p9999-latency"]) == 0 || !slices.Equal(seen["p9999-latency"], seen["tcp-guard"]) {
+			t.Errorf("cohorts measured: latency %v, guard %v; want the same, non-empty", seen["p9999-latency"], seen["tcp-guard"])
+		}
+	})
+	t.Run("the guard failing rolls back while the judge still runs", func(t *testing.T) {
+		s := newSim(t, withGuard(false), 6, 2, "r1")
+		s.revision = "r2"
+		s.verdict = func(m *planner.Measure) string {
+			if m.Analysis == "tcp-guard" {
+				return planner.AnalysisFailed
+			}
+			return planner.AnalysisRunning
+		}
+		out := runUntil(s, 10, phaseIs(planner.PhaseRolledBack))
+		if out.Status.Phase != planner.PhaseRolledBack || count(out, "r2") != 0 {
+			t.Fatalf("phase %s, %d vehicles on r2; want rolled back", out.Status.Phase, count(out, "r2"))
+		}
+		c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionRolledBack)
+		if c == nil || !strings.Contains(c.Message, "analysis tcp-guard at step 0 failed") {
+			t.Errorf("RolledBack condition %+v, want it to name tcp-guard", c)
+		}
+	})
+	t.Run("a passing judge waits for the guard", func(t *testing.T) {
+		s := newSim(t, withGuard(false), 6, 2, "r1")
+		s.revision = "r2"
+		s.verdict = func(m *planner.Measure) string {
+			if m.Analysis == "tcp-guard" {
+				return planner.AnalysisRunning
+			}
+			return planner.AnalysisSuccessful
+		}
+		out := runUntil(s, 10, phaseIs("never"))
+		if out.Status.Phase != planner.PhaseProgressing || *out.Status.CurrentStep != 0 {
+			t.Fatalf("phase %s step %d; want still progressing at step 0", out.Status.Phase, *out.Status.CurrentStep)
+		}
+		if len(out.Measures) != 1 || out.Measures[0].Analysis != "tcp-guard" {
+			t.Errorf("measures %v; want the guard only (the judge passed)", out.Measures)
+		}
+	})
+	t.Run("a dry-run guard's failure is reported once and not acted on", func(t *testing.T) {
+		s := newSim(t, withGuard(true), 6, 2, "r1")
+		s.revision = "r2"
+		s.verdict = func(m *planner.Measure) string {
+			if m.Analysis == "tcp-guard" {
+				return planner.AnalysisFailed
+			}
+			return planner.AnalysisSuccessful
+		}
+		events := 0
+		var out planner.Output
+		for range 30 {
+			out = s.tick(time.Minute)
+			for _, e := range out.Events {
+				if e.Reason == "AnalysisFailedDryRun" {
+					events++
+				}
+			}
+			if out.Status.Phase == planner.PhaseHealthy {
+				break
+			}
+		}
+		if out.Status.StableRevision != "r2" {
+			t.Fatalf("dry-run guard blocked the rollout: phase %s", out.Status.Phase)
+		}
+		if events != 2 { // one per analysis step
+			t.Errorf("%d AnalysisFailedDryRun events over 2 analysis steps, want 2", events)
+		}
+	})
 }
