@@ -17,8 +17,8 @@ import (
 )
 
 // probeLines draws n probe lines over span ending at end: latencies of a
-// busy but healthy pair (2-60 ms) with exactly slow of them at 150-900 ms
-// (a segment waiting for a retransmission timer).
+// busy but healthy pair (2-60 ms) with exactly slow of them at 250-900 ms
+// (a segment waiting for the default 200 ms retransmission timer).
 func probeLines(seed uint64, n, slow int, end time.Time, span time.Duration) ([]testenv.LokiEntry, []float64) {
 	r := rand.New(rand.NewPCG(seed, seed*7919+3))
 	slowAt := map[int]bool{}
@@ -30,7 +30,7 @@ func probeLines(seed uint64, n, slow int, end time.Time, span time.Duration) ([]
 	for i := range entries {
 		v := 2 + 58*r.Float64()*r.Float64()
 		if slowAt[i] {
-			v = 150 + 750*r.Float64()
+			v = 250 + 650*r.Float64()
 		}
 		v = float64(int(v*1000)) / 1000
 		vals[i] = v
@@ -236,7 +236,7 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 	})
 	t.Run("the threshold must be a bucket bound", func(t *testing.T) {
 		off := spec.DeepCopy()
-		off.Judge.Threshold = metav1.Duration{Duration: 21 * time.Millisecond}
+		off.Judge.Threshold = &metav1.Duration{Duration: 21 * time.Millisecond}
 		m := Measure(ctx, q, "xavier-lan", off, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
 		// No bucket le="0.021": the subtraction would match nothing and no
 		// message would ever be slow; refused instead of passing.

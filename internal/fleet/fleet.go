@@ -490,7 +490,7 @@ var DemoTopics = []string{"planning:16384:40"}
 // the switch, was the bottleneck under load and no frame was ever dropped.
 const LANRate = "200mbit"
 
-// Traffic of StartTraffic.
+// Traffic of StartTraffic (DemoTraffic).
 const (
 	// IncastBytes is what each other host writes into the first host per
 	// TCP incast round, every IncastEvery.
@@ -515,6 +515,24 @@ const (
 //     message caught in it loses segments and their retransmissions; how
 //     long it waits is then up to the retransmission timer (rto_min).
 func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
+	return f.StartTrafficWith(ctx, DemoTraffic)
+}
+
+// Traffic sizes the loss scenarios of StartTrafficWith: every vehicle's
+// other hosts write IncastBytes each of TCP into the first host every
+// IncastEvery, and FloodBytes each of UDP every FloodEvery (0 bytes: none).
+type Traffic struct {
+	IncastBytes int
+	IncastEvery time.Duration
+	FloodBytes  int
+	FloodEvery  time.Duration
+}
+
+// DemoTraffic is StartTraffic's.
+var DemoTraffic = Traffic{IncastBytes: IncastBytes, IncastEvery: IncastEvery, FloodBytes: FloodBytes, FloodEvery: FloodEvery}
+
+// StartTrafficWith is StartTraffic with other sizes.
+func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	// keep runs a scenario until ctx ends: it returns when ctx ends, and an
@@ -532,14 +550,18 @@ func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
 		if len(v.Hosts) < 2 {
 			continue
 		}
-		keep(func() error {
-			_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], IncastBytes, IncastEvery)
-			return err
-		})
-		keep(func() error {
-			_, err := testbed.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], FloodBytes, FloodEvery)
-			return err
-		})
+		if t.IncastBytes > 0 {
+			keep(func() error {
+				_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+				return err
+			})
+		}
+		if t.FloodBytes > 0 {
+			keep(func() error {
+				_, err := testbed.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], t.FloodBytes, t.FloodEvery)
+				return err
+			})
+		}
 	}
 	return func() { cancel(); wg.Wait() }
 }

@@ -65,6 +65,7 @@ type config struct {
 	stateDir string
 	out, png string
 	burn     float64 // internal: run as the load generator
+	traffic  fleet.Traffic
 }
 
 func main() {
@@ -79,6 +80,11 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/benchmarks-detection.md", "report (\"\" = none)")
 	flag.StringVar(&c.png, "png", "docs/bench-detection.png", "plot (\"\" = none)")
 	flag.Float64Var(&c.burn, "burn", 0, "internal: be the background load at this share of every CPU")
+	c.traffic = fleet.DemoTraffic
+	flag.IntVar(&c.traffic.FloodBytes, "flood-bytes", c.traffic.FloodBytes, "foreign UDP bytes each other host sends into xavier-a per round (0: none)")
+	flag.DurationVar(&c.traffic.FloodEvery, "flood-every", c.traffic.FloodEvery, "foreign UDP round period")
+	flag.IntVar(&c.traffic.IncastBytes, "incast-bytes", c.traffic.IncastBytes, "TCP incast bytes each other host writes into xavier-a per round (0: none)")
+	flag.DurationVar(&c.traffic.IncastEvery, "incast-every", c.traffic.IncastEvery, "TCP incast round period")
 	replotFrom := flag.String("replot", "", "redraw -png from this written report instead of running trials")
 	flag.Parse()
 	if *replotFrom != "" {
@@ -148,7 +154,13 @@ var allArms = map[string]arm{
 type method struct {
 	name string
 	spec *v1alpha1.AnalysisSpec
+	q    analysis.Querier
 }
+
+// stepMethod is the column of the demo's analysis step: the judge with the
+// guard beside it (analysis: {name: slow-messages, with: [spurious-retransmissions]}),
+// derived from their two decisions as the planner combines them.
+const stepMethod = "judge+guard"
 
 // decision is one method's outcome on one trial.
 type decision struct {
@@ -167,6 +179,7 @@ type trial struct {
 	verified time.Duration // from the edit to the canary verified
 	by       map[string]decision
 	load     string
+	ev       *evidence // what the cohorts did on the wire meanwhile
 }
 
 func run(c config) error {
@@ -189,7 +202,7 @@ func run(c config) error {
 	defer stop()
 	began := time.Now()
 
-	judge, stable, err := demoProfile(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
+	judge, guard, stable, err := demoProfile(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
 	if err != nil {
 		return err
 	}
@@ -197,7 +210,6 @@ func run(c config) error {
 	if err := yaml.UnmarshalStrict(thresholdYAML, threshold); err != nil {
 		return fmt.Errorf("threshold.yaml: %w", err)
 	}
-	methods := []method{{"judge", judge}, {"threshold", threshold}}
 
 	if c.load > 0 {
 		self, err := os.Executable()
@@ -225,10 +237,14 @@ func run(c config) error {
 		return err
 	}
 	defer f.Close()
-	stopTraffic := f.StartTraffic(ctx)
+	stopTraffic := f.StartTrafficWith(ctx, c.traffic)
 	defer stopTraffic()
 
-	b := &bench{c: c, f: f, ctx: ctx, stable: stable, methods: methods, q: analysis.NewLoki(f.Loki.URL, nil)}
+	loki, prom := analysis.NewLoki(f.Loki.URL, nil), analysis.NewPrometheus(f.Prometheus.URL, nil)
+	methods := []method{{"judge", judge, loki}, {"guard", guard, prom}, {"threshold", threshold, loki}}
+	b := &bench{c: c, f: f, ctx: ctx, stable: stable, methods: methods, q: loki}
+	// The report shows the step's combined outcome first.
+	reported := append([]method{{name: stepMethod}}, methods...)
 	if err := b.setStable(); err != nil {
 		return err
 	}
@@ -247,17 +263,17 @@ func run(c config) error {
 		trials = append(trials, t)
 		// The report is rewritten after every trial: an interrupted run
 		// leaves the trials it completed, and says how many.
-		if err := (&report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}).write(); err != nil {
+		if err := (&report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}).write(); err != nil {
 			return err
 		}
 		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, canary, t.verified.Round(100*time.Millisecond))
-		for _, m := range methods {
+		for _, m := range reported {
 			d := t.by[m.name]
 			fmt.Printf("  %s %s after %s", m.name, orNone(d.phase), d.after.Round(time.Second))
 		}
 		fmt.Println()
 	}
-	r := report{c: c, trials: trials, methods: methods, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}
+	r := report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}
 	if err := r.write(); err != nil {
 		return err
 	}
@@ -272,29 +288,43 @@ func orNone(s string) string {
 	return s
 }
 
-// demoProfile reads the demo's v2 profile: its judge analysis, and its spec
-// without rollout (the stable content).
-func demoProfile(path string) (*v1alpha1.AnalysisSpec, v1alpha1.NetTuningProfileSpec, error) {
+// demoProfile reads the demo's v2 profile: its judge analysis (the step's
+// name), the guard beside it (the step's with), and its spec without
+// rollout (the stable content).
+func demoProfile(path string) (judge, guard *v1alpha1.AnalysisSpec, spec v1alpha1.NetTuningProfileSpec, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, v1alpha1.NetTuningProfileSpec{}, err
+		return nil, nil, spec, err
 	}
 	var p v1alpha1.NetTuningProfile
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
-		return nil, p.Spec, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, spec, fmt.Errorf("%s: %w", path, err)
 	}
-	var judge *v1alpha1.AnalysisSpec
-	for i := range p.Spec.Rollout.Analyses {
-		if p.Spec.Rollout.Analyses[i].Judge != nil {
-			judge = p.Spec.Rollout.Analyses[i].DeepCopy()
+	var step *v1alpha1.AnalysisStep
+	for _, s := range p.Spec.Rollout.Steps {
+		if s.Analysis != nil {
+			step = s.Analysis
+			break
 		}
 	}
-	if judge == nil {
-		return nil, p.Spec, fmt.Errorf("%s has no judge analysis", path)
+	if step == nil || len(step.With) != 1 {
+		return nil, nil, spec, fmt.Errorf("%s: want an analysis step with one analysis beside it (with)", path)
 	}
-	spec := *p.Spec.DeepCopy()
+	for i := range p.Spec.Rollout.Analyses {
+		a := &p.Spec.Rollout.Analyses[i]
+		switch a.Name {
+		case step.Name:
+			judge = a.DeepCopy()
+		case step.With[0]:
+			guard = a.DeepCopy()
+		}
+	}
+	if judge == nil || judge.Judge == nil || guard == nil || guard.Judge == nil {
+		return nil, nil, spec, fmt.Errorf("%s: the step's analyses %v must be judge analyses", path, step.Names())
+	}
+	spec = *p.Spec.DeepCopy()
 	spec.Rollout = nil
-	return judge, spec, nil
+	return judge, guard, spec, nil
 }
 
 type bench struct {
@@ -432,6 +462,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 	t.load = loadavg()
 
 	results := map[string]v1alpha1.AnalysisResult{}
+	counters := b.snapshot()
 	interval := 10 * time.Second
 	for at := verifiedAt; ; at = at.Add(interval) {
 		select {
@@ -448,7 +479,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			}
 			since := analysis.StartedAt(r, now)
 			qctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-			meas := analysis.Measure(qctx, b.q, profileName, m.spec,
+			meas := analysis.Measure(qctx, m.q, profileName, m.spec,
 				analysis.Cohort{Vehicles: []string{canary}, Revision: rev, Since: since},
 				analysis.Cohort{Vehicles: baseline, Revision: stableRev, Since: since}, now)
 			cancel()
@@ -470,6 +501,10 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			break
 		}
 	}
+	t.by[stepMethod] = combine(t.by["judge"], t.by["guard"])
+	end := time.Now()
+	ev := b.collect(counters, b.snapshot(), canary, baseline, rev, stableRev, end.Sub(verifiedAt).Round(time.Second), end)
+	t.ev = &ev
 	// Back to stable: editing the content back is an instant undo.
 	if err := b.edit(func(p *v1alpha1.NetTuningProfile) { p.Spec = *b.stable.DeepCopy() }); err != nil {
 		return t, err
@@ -478,6 +513,36 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		return p.Status.CurrentRevision == stableRev && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
 	})
 	return t, err
+}
+
+// combine is the analysis step's outcome from its two analyses' as the
+// planner decides it: the first failure rolls back; an inconclusive one
+// pauses; a pass needs both.
+func combine(a, b decision) decision {
+	// The earliest failure or inconclusive result decides (the step rolls
+	// back or pauses there); a failure wins a tie.
+	var d decision
+	found := false
+	for _, x := range []decision{a, b} {
+		if x.phase != "Failed" && x.phase != "Inconclusive" {
+			continue
+		}
+		if !found || x.after < d.after || (x.after == d.after && x.phase == "Failed") {
+			d, found = x, true
+		}
+	}
+	if found {
+		return d
+	}
+	if a.phase == "Successful" && b.phase == "Successful" {
+		d := a
+		if b.after > a.after {
+			d = b
+		}
+		d.enoughAt = max(a.enoughAt, b.enoughAt)
+		return d
+	}
+	return decision{msg: a.msg + " / " + b.msg}
 }
 
 // enough reports whether the judge had the minimum samples on every pair

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/internal/fleet"
 
@@ -152,7 +153,7 @@ func (r *report) table() string {
 
 func (r *report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Detection benchmark: the judge against the threshold analysis\n\n")
+	fmt.Fprintf(&b, "# Detection benchmark: the judge and the TCP guard against the threshold analysis\n\n")
 	fmt.Fprintf(&b, "Produced by `make bench-detection` (`go run ./hack/bench/detection %s`, root) on %s: %d CPUs, %s. ",
 		strings.Join(os.Args[1:], " "), r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version())
 	if len(r.trials) < r.planned {
@@ -163,22 +164,43 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd and Loki; the topics are the demo's (%s from every host to every peer: name:bytes:rate) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, fleet.LANRate, strings.Join(fleet.DemoTopics, ", "))
 	fmt.Fprintf(&b, "- **Background load**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", runtime.NumCPU(), 100*r.c.load)
 	fmt.Fprintf(&b, "- **Trials**: %d per arm planned, arms interleaved (%s), the canary vehicle rotating over the fleet; each trial a new revision given to one canary through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. Both analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until both decided or %s passed.\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.vehicles-1, r.c.maxTrial)
-	j := r.methods[0].spec
-	cfg, _ := analysis.JudgeConfigFor(j)
-	ratio := cfg.MaxRatio
-	if ratio == 0 {
-		ratio = 1
+	spec := func(name string) *v1alpha1.AnalysisSpec {
+		for _, m := range r.methods {
+			if m.name == name {
+				return m.spec
+			}
+		}
+		return nil
 	}
-	fmt.Fprintf(&b, "- **Judge** (`%s` of `config/samples/demo/02-xavier-lan-v2.yaml`): per host pair, the share of messages slower than %s; Fail when the canary's is larger than %g x the baseline's + %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of each vehicle's per-%s values (`intervalQuery`) confirms, Pass at that confidence that it is not, at least %d messages per cohort and pair (quantile %g); every %s over at most %s, from one step after the first measurement.\n",
-		j.Name, j.Judge.Threshold.Duration, ratio, 100*cfg.MaxIncrease, 100*cfg.Confidence, analysis.JudgeStep(j.Judge), analysis.JudgeSampleMinimum(cfg), cfg.Quantile, analysis.Interval(j), analysis.Window(j))
-	t := r.methods[1].spec
-	fmt.Fprintf(&b, "- **Threshold analysis** (`%s`, the demo's before the judge, `hack/bench/detection/threshold.yaml`): the canary's worst destination host p99.9 against the baseline's x %s + %s ms, %d measurements, at least %d samples; every %s over %s.\n\n",
-		t.Name, *t.MaxBaselineFactor, *t.MaxBaselineOffset, *t.Measurements, *t.MinSamples, analysis.Interval(t), analysis.Window(t))
+	judgeLine := func(j *v1alpha1.AnalysisSpec, what string) string {
+		cfg, _ := analysis.JudgeConfigFor(j)
+		ratio := cfg.MaxRatio
+		if ratio == 0 {
+			ratio = 1
+		}
+		return fmt.Sprintf("`%s` (%s): per host pair, %s; Fail when the canary's share is larger than %g x the baseline's + %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of each vehicle's per-%s values (`intervalQuery`) confirms, Pass at that confidence that it is not, at least %d per cohort and pair (quantile %g); every %s over at most %s, from one step after the first measurement",
+			j.Name, j.Provider, what, ratio, 100*cfg.MaxIncrease, 100*cfg.Confidence, analysis.JudgeStep(j.Judge), analysis.JudgeSampleMinimum(cfg), cfg.Quantile, analysis.Interval(j), analysis.Window(j))
+	}
+	if j := spec("judge"); j != nil && j.Judge != nil && j.Judge.Threshold != nil {
+		fmt.Fprintf(&b, "- **judge**: %s.\n", judgeLine(j, fmt.Sprintf("the share of messages slower than %s", j.Judge.Threshold.Duration)))
+	}
+	if g := spec("guard"); g != nil && g.Judge != nil {
+		fmt.Fprintf(&b, "- **guard**: %s.\n", judgeLine(g, "the share of segments sent that the peer received twice (D-SACK, the agents' `nettune_tcp_dsack_dups_total` over `nettune_tcp_segments_out_total`)"))
+	}
+	fmt.Fprintf(&b, "- **%s**: the demo's analysis step, `analysis: {name: judge, with: [guard]}`, derived from the two as the planner combines them: the first failure (or inconclusive result) decides; a pass needs both.\n", stepMethod)
+	if t := spec("threshold"); t != nil {
+		fmt.Fprintf(&b, "- **threshold** (`%s`, the demo's analysis before the judge, `hack/bench/detection/threshold.yaml`): the canary's worst destination host p99.9 against the baseline's x %s + %s ms, %d measurements, at least %d samples; every %s over %s.\n\n",
+			t.Name, *t.MaxBaselineFactor, *t.MaxBaselineOffset, *t.Measurements, *t.MinSamples, analysis.Interval(t), analysis.Window(t))
+	}
 	fmt.Fprintf(&b, "Goal: every bad edit rolled back, no false rollback, a decision within two analysis intervals of the minimum samples.\n\n")
 	b.WriteString("## Result\n\n")
 	b.WriteString(r.table())
 	b.WriteString("\nRates are counted over trials; the interval is the 95 % Wilson score interval. \"Inconclusive\" is an analysis that gave up (too many inconclusive measurements: the rollout would pause); \"undecided in time\" had not decided when the trial's time ran out.\n\n")
 	b.WriteString("![decision time per trial](bench-detection.png)\n\n")
+	b.WriteString("## What the edits did on the wire\n\n")
+	b.WriteString("Summed over every trial of an arm, from the canary verified to the trial's end, independent of any analysis: probe messages slower than each bound (Loki), and the hosts' kernel TCP counters (each host's /proc/net/snmp and netstat; all of the host's traffic, the probes, the incast and the rest), per 1000 probe messages. The baseline is the vehicles on the stable revision over the same time, per vehicle.\n\n")
+	b.WriteString(r.physicsTable())
+	b.WriteString("\n")
 	b.WriteString("## Arms\n\n")
 	for _, a := range r.c.arms {
 		fmt.Fprintf(&b, "- `%s`: %s\n", a, r.armTitle(a))
