@@ -18,7 +18,7 @@
 // cycles), so no trial sees another's samples.
 //
 // It writes docs/benchmarks-detection.md and docs/bench-detection.png.
-// Run it with `make bench-detection` (root; about an hour with the defaults).
+// Run it with `make bench-detection` (root; about 75 minutes with the defaults).
 package main
 
 import (
@@ -496,6 +496,12 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 				d.msg = r.Message
 			}
 			t.by[m.name] = d
+		}
+		// The trial ends when the step (judge+guard, as the planner combines
+		// them) and the threshold analysis decided: a rollout acts then, and
+		// the other of judge and guard may be left undecided.
+		if step := combine(t.by["judge"], t.by["guard"]); step.phase != "" && analysis.Terminal(results["threshold"].Phase) {
+			done = true
 		}
 		if done || now.Sub(verifiedAt) >= b.c.maxTrial {
 			break
