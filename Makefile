@@ -87,7 +87,7 @@ bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs pr
 	$(GO) run ./hack/bench/latency $(BENCH_LATENCY_ARGS)
 
 .PHONY: bench-detection
-bench-detection: tools build ## Rollback detection on the simulated fleet under background load: the judge vs the threshold analysis, judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
+bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
 	$(GO) run ./hack/bench/detection $(BENCH_DETECTION_ARGS)
 
 .PHONY: vet
