@@ -176,17 +176,23 @@ type server struct {
 	closed chan struct{} // one value per connection fully drained and closed
 }
 
-func startServer(t *testing.T, ns *testNS, ip net.IP) *server {
+// listenIn listens on ip (any port) inside ns.
+func listenIn(t *testing.T, ns *testNS, ip net.IP) net.Listener {
 	t.Helper()
-	s := &server{closed: make(chan struct{}, 16)}
-	err := ns.h.Do(func() error {
+	var ln net.Listener
+	if err := ns.h.Do(func() error {
 		var err error
-		s.ln, err = net.Listen("tcp4", net.JoinHostPort(ip.String(), "0"))
+		ln, err = net.Listen("tcp4", net.JoinHostPort(ip.String(), "0"))
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		t.Fatalf("listen in %s: %v", ns.name, err)
 	}
+	return ln
+}
+
+func startServer(t *testing.T, ns *testNS, ip net.IP) *server {
+	t.Helper()
+	s := &server{closed: make(chan struct{}, 16), ln: listenIn(t, ns, ip)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -37,14 +37,7 @@ func TestSockDiagSegsOutAndCookie(t *testing.T) {
 	p := newPair(t)
 	// A sink in B that reads to EOF but keeps its end open until the test
 	// ends: A's socket stays in FIN-WAIT-2 after A closes it.
-	var ln net.Listener
-	if err := p.B.h.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp4", net.JoinHostPort(p.addrB.String(), "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ln := listenIn(t, p.B, p.addrB)
 	release := make(chan struct{})
 	accepted := make(chan struct{})
 	go func() {

@@ -218,14 +218,7 @@ func TestTCPMetricsFlush(t *testing.T) {
 // the FIN, not its close.
 func TestPrimeTCPMetricsPeerKeepsOpen(t *testing.T) {
 	p := newPair(t)
-	var ln net.Listener
-	if err := p.B.h.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp4", net.JoinHostPort(p.addrB.String(), "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ln := listenIn(t, p.B, p.addrB)
 	held := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
