@@ -400,3 +400,87 @@ func beginRollout(t *testing.T, e *fleetEnv, l *testenv.Loki, newCwnd int32, sca
 	})
 	return r1, r2
 }
+
+// TestGuardBesideAnalysisRollsBack: an analysis step's with (a Prometheus
+// guard on D-SACKs) is measured beside its Loki latency analysis on the same
+// reconciles; the latency is healthy, the guard fails, and the rollout is
+// rolled back naming the guard, with both results in the status.
+func TestGuardBesideAnalysisRollsBack(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	dsack := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nettune_tcp_dsack_dups_total"}, []string{"vehicle", "revision"})
+	reg.MustRegister(dsack)
+	var mu sync.Mutex
+	perScrape := map[string]float64{} // revision -> D-SACKs per vehicle per scrape
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for rev, n := range perScrape {
+			for _, v := range allVehicles() {
+				dsack.WithLabelValues(v, rev).Add(n)
+			}
+		}
+		mu.Unlock()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	}))
+	defer target.Close()
+	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	l := testenv.StartLoki(t)
+	e := startFleet(t, l.URL, prom.URL)
+	e.addVehicles("xavier", xavierVehicles...)
+	e.addVehicles("orin", orinVehicles...)
+
+	guard := v1alpha1.AnalysisSpec{
+		Name: "dsack-guard", Provider: v1alpha1.ProviderPrometheus,
+		Query:    `max(increase(nettune_tcp_dsack_dups_total{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}]))`,
+		Interval: dur(time.Second), Window: dur(15 * time.Second), Measurements: ptr(int32(1)),
+		MaxValue: ptr("100"), FailureLimit: ptr(int32(0)), InconclusiveLimit: ptr(int32(0)), OnInconclusive: v1alpha1.InconclusivePause,
+	}
+	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
+	r1 := e.settle(p)
+	p2 := p.DeepCopy()
+	setCwnd(p2, 30)
+	r2 := controllers.RevisionName(p2)
+	// Healthy latencies on both revisions; r2's vehicles see 50 D-SACKs a
+	// second (750 over the guard's window, above its 100), r1's none.
+	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
+	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
+	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
+	mu.Lock()
+	perScrape[r1], perScrape[r2] = 0, 50
+	mu.Unlock()
+	prom.WaitForQuery(t, fmt.Sprintf(`sum(increase(nettune_tcp_dsack_dups_total{revision=%q}[15s])) > 1000`, r2), 60*time.Second)
+
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		setCwnd(p, 30)
+		p.Spec.Rollout = p2.Spec.Rollout.DeepCopy()
+		p.Spec.Rollout.Analyses = append(p.Spec.Rollout.Analyses, guard)
+		for i := range p.Spec.Rollout.Steps {
+			if a := p.Spec.Rollout.Steps[i].Analysis; a != nil {
+				a.With = []string{guard.Name}
+			}
+		}
+	})
+	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == planner.PhaseRolledBack
+	})
+	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
+	if c == nil || c.Reason != "AnalysisFailed" || !strings.Contains(c.Message, "analysis dsack-guard at step 0 failed") {
+		t.Fatalf("RolledBack condition %+v, want AnalysisFailed naming dsack-guard", c)
+	}
+	t.Logf("RolledBack: %s", c.Message)
+	if final.Status.FailedRevision != r2 || final.Status.StableRevision != r1 {
+		t.Errorf("failed %s stable %s, want %s %s", final.Status.FailedRevision, final.Status.StableRevision, r2, r1)
+	}
+	phases := map[string]string{}
+	for _, a := range final.Status.Analysis {
+		if a.Step == 0 {
+			phases[a.Name] = a.Phase
+		}
+	}
+	// The latency analysis was measured beside the guard (it needs two
+	// measurements; it may have passed or still be running when the guard
+	// failed), the guard failed.
+	if phases["dsack-guard"] != planner.AnalysisFailed || phases["p9999-latency"] == "" {
+		t.Errorf("step 0 results %v, want dsack-guard Failed and p9999-latency measured", phases)
+	}
+	assertAllNodes(t, e, r1)
+}
