@@ -43,7 +43,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/render"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -370,7 +369,7 @@ func (e *fleetEnv) settle(p *v1alpha1.NetTuningProfile) string {
 	}
 	rev := controllers.RevisionName(p)
 	e.waitProfile(p.Name, 60*time.Second, "first revision stable", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.StableRevision == rev && p.Status.Phase == planner.PhaseHealthy
+		return p.Status.StableRevision == rev && p.Status.Phase == v1alpha1.PhaseHealthy
 	})
 	p.Spec.Rollout = rollout
 	return rev

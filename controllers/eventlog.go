@@ -73,7 +73,7 @@ func logEvent(l EventLog, p *v1alpha1.NetTuningProfile, e planner.Event, at time
 	if e.Warning {
 		line.Type = "Warning"
 	}
-	if e.Reason == "RolledBack" {
+	if e.Reason == v1alpha1.ReasonRolledBack {
 		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack); c != nil {
 			line.Reason = c.Reason
 		}

@@ -33,7 +33,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -133,7 +132,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 	}
 	r2 := e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { setCwnd(p, 30); p.Spec.Rollout = rollout })
 	e.waitProfile("xavier-lan", time.Minute, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.StableRevision == r2 && p.Status.Phase == planner.PhaseHealthy
+		return p.Status.StableRevision == r2 && p.Status.Phase == v1alpha1.PhaseHealthy
 	})
 	bad := e.profile("xavier-lan")
 	setCwnd(bad, 20)
@@ -145,7 +144,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 		t.Fatalf("revision %s, want %s", got, r3)
 	}
 	e.waitProfile("xavier-lan", time.Minute, "r3 rolled back", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseRolledBack && p.Status.FailedRevision == r3
+		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.FailedRevision == r3
 	})
 
 	lines := mem.all()
@@ -168,18 +167,18 @@ func TestRolloutEventsLogged(t *testing.T) {
 		t.Errorf("no %s line for %s among %d lines", event, revision, len(lines))
 		return nil
 	}
-	if l := find("RolloutStarted", r2); l != nil && (l.Type != "Normal" || l.Stable != r1 || l.Phase != planner.PhaseProgressing || !strings.Contains(l.Message, "canary")) {
+	if l := find("RolloutStarted", r2); l != nil && (l.Type != "Normal" || l.Stable != r1 || l.Phase != v1alpha1.PhaseProgressing || !strings.Contains(l.Message, "canary")) {
 		t.Errorf("RolloutStarted %+v", *l)
 	}
 	if l := find("StepAdvanced", r2); l != nil && (l.Step == nil || l.Stable != r1) {
 		t.Errorf("StepAdvanced %+v", *l)
 	}
 	find("RolloutComplete", r1)
-	if l := find("RolloutComplete", r2); l != nil && (l.Stable != r2 || l.Phase != planner.PhaseHealthy) {
+	if l := find("RolloutComplete", r2); l != nil && (l.Stable != r2 || l.Phase != v1alpha1.PhaseHealthy) {
 		t.Errorf("RolloutComplete %+v", *l)
 	}
 	if l := find("RolledBack", r3); l != nil && (l.Type != "Warning" || l.Reason != "FailureBudgetExceeded" || l.Failed != r3 ||
-		l.Stable != r2 || l.Phase != planner.PhaseRolledBack || !strings.Contains(l.Message, r2)) {
+		l.Stable != r2 || l.Phase != v1alpha1.PhaseRolledBack || !strings.Contains(l.Message, r2)) {
 		t.Errorf("RolledBack %+v", *l)
 	}
 

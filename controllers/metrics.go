@@ -24,7 +24,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/planner"
 )
 
 var (
@@ -66,7 +65,7 @@ func recordMetrics(p *v1alpha1.NetTuningProfile) {
 	if st.CurrentStep != nil {
 		rolloutStep.WithLabelValues(p.Name).Set(float64(*st.CurrentStep))
 	}
-	for _, ph := range []string{planner.PhaseProgressing, planner.PhasePaused, planner.PhaseHealthy, planner.PhaseRolledBack, planner.PhaseDegraded} {
+	for _, ph := range []string{v1alpha1.PhaseProgressing, v1alpha1.PhasePaused, v1alpha1.PhaseHealthy, v1alpha1.PhaseRolledBack, v1alpha1.PhaseDegraded} {
 		v := 0.0
 		if st.Phase == ph {
 			v = 1

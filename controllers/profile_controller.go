@@ -170,7 +170,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		r.Recorder.Eventf(p, nil, typ, e.Reason, "Rollout", "%s", e.Message)
 		logEvent(r.EventLog, p, e, r.Now())
-		if e.Reason == "RolledBack" {
+		if e.Reason == v1alpha1.ReasonRolledBack {
 			rollbacksTotal.WithLabelValues(p.Name, rollbackReason(p)).Inc()
 		}
 	}

@@ -26,7 +26,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
-	"github.com/nettune/nettune/controllers/planner"
 )
 
 func (e *fleetEnv) leaseHolder() string {
@@ -67,7 +66,7 @@ func TestLeaderHandoverResumesRollout(t *testing.T) {
 		}
 	})
 	paused := e.waitProfile("xavier-lan", 30*time.Second, "paused at step 0", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.CurrentRevision == r2 && p.Status.Phase == planner.PhasePaused && p.Status.Vehicles.Verified == 2
+		return p.Status.CurrentRevision == r2 && p.Status.Phase == v1alpha1.PhasePaused && p.Status.Vehicles.Verified == 2
 	})
 	canaries := strings.Join(paused.Status.CanaryVehicles, ",")
 
@@ -88,7 +87,7 @@ func TestLeaderHandoverResumesRollout(t *testing.T) {
 	for _, r := range final.Status.Revisions {
 		outcomes[r.Name] = r.Outcome
 	}
-	if outcomes[r1] != planner.OutcomeSuperseded || outcomes[r2] != planner.OutcomeStable {
+	if outcomes[r1] != v1alpha1.OutcomeSuperseded || outcomes[r2] != v1alpha1.OutcomeStable {
 		t.Errorf("revision outcomes %v", outcomes)
 	}
 }

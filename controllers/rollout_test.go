@@ -34,7 +34,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -97,7 +96,7 @@ func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 		}
 		return p.Status.StableRevision == r2
 	})
-	if final.Status.Phase != planner.PhaseHealthy {
+	if final.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Errorf("phase %s, want Healthy", final.Status.Phase)
 	}
 	assertAllNodes(t, e, r2)
@@ -164,7 +163,7 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 		}
 	}()
 	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseRolledBack
+		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
 	time.Sleep(300 * time.Millisecond)
 	close(stopWatch)
@@ -184,13 +183,13 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 	for i := range final.Status.Analysis {
 		res = &final.Status.Analysis[i]
 	}
-	if res == nil || res.Phase != planner.AnalysisFailed || res.CanaryValue == "" || res.BaselineValue == "" || res.Threshold == "" {
+	if res == nil || res.Phase != v1alpha1.AnalysisFailed || res.CanaryValue == "" || res.BaselineValue == "" || res.Threshold == "" {
 		t.Errorf("analysis result %+v: want Failed with canary, baseline and threshold values", res)
 	}
 	// Not retried: a while later, still every node on r1.
 	time.Sleep(3 * time.Second)
 	assertAllNodes(t, e, r1)
-	if p := e.profile("xavier-lan"); p.Status.Phase != planner.PhaseRolledBack {
+	if p := e.profile("xavier-lan"); p.Status.Phase != v1alpha1.PhaseRolledBack {
 		t.Errorf("phase %s after rollback, want RolledBack", p.Status.Phase)
 	}
 
@@ -217,13 +216,13 @@ func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
 		p.Spec.Rollout.Analyses[0].MinSamples = ptr(int64(1000000))
 	})
 	paused := e.waitProfile("xavier-lan", 60*time.Second, "paused inconclusive", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.CurrentRevision == r2 && p.Status.Phase == planner.PhasePaused
+		return p.Status.CurrentRevision == r2 && p.Status.Phase == v1alpha1.PhasePaused
 	})
 	c := meta.FindStatusCondition(paused.Status.Conditions, v1alpha1.ConditionPaused)
 	if c == nil || c.Reason != "AnalysisInconclusive" {
 		t.Errorf("Paused condition %+v, want AnalysisInconclusive", c)
 	}
-	if len(paused.Status.Analysis) == 0 || paused.Status.Analysis[0].Phase != planner.AnalysisInconclusive ||
+	if len(paused.Status.Analysis) == 0 || paused.Status.Analysis[0].Phase != v1alpha1.AnalysisInconclusive ||
 		!strings.Contains(paused.Status.Analysis[0].Message, "samples") {
 		t.Errorf("analysis %+v, want Inconclusive for too few samples", paused.Status.Analysis)
 	}
@@ -232,7 +231,7 @@ func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
 	}
 	// Still paused a little later: Inconclusive never promotes by itself.
 	time.Sleep(2 * time.Second)
-	if p := e.profile("xavier-lan"); p.Status.Phase != planner.PhasePaused || p.Status.Vehicles.Updated != 2 {
+	if p := e.profile("xavier-lan"); p.Status.Phase != v1alpha1.PhasePaused || p.Status.Vehicles.Updated != 2 {
 		t.Errorf("after 2s: phase %s updated %d", p.Status.Phase, p.Status.Vehicles.Updated)
 	}
 }
@@ -285,7 +284,7 @@ func TestPrometheusRegressionRolledBack(t *testing.T) {
 		p.Spec.Rollout = p2.Spec.Rollout
 	})
 	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseRolledBack
+		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
 	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
 	if c == nil || c.Reason != "AnalysisFailed" {
@@ -460,7 +459,7 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 		}
 	})
 	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseRolledBack
+		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
 	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
 	if c == nil || c.Reason != "AnalysisFailed" || !strings.Contains(c.Message, "analysis dsack-guard at step 0 failed") {
@@ -479,7 +478,7 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 	// The latency analysis was measured beside the guard (it needs two
 	// measurements; it may have passed or still be running when the guard
 	// failed), the guard failed.
-	if phases["dsack-guard"] != planner.AnalysisFailed || phases["p9999-latency"] == "" {
+	if phases["dsack-guard"] != v1alpha1.AnalysisFailed || phases["p9999-latency"] == "" {
 		t.Errorf("step 0 results %v, want dsack-guard Failed and p9999-latency measured", phases)
 	}
 	assertAllNodes(t, e, r1)

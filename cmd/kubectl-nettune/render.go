@@ -153,7 +153,7 @@ func classify(p *v1alpha1.NetTuningProfile) rolloutState {
 	switch {
 	case st.CurrentRevision == "":
 		return stateNotReconciled
-	case st.Phase == planner.PhaseRolledBack || st.CurrentRevision == st.FailedRevision:
+	case st.Phase == v1alpha1.PhaseRolledBack || st.CurrentRevision == st.FailedRevision:
 		return stateRolledBack
 	case st.CurrentRevision == st.StableRevision:
 		return stateStable

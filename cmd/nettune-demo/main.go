@@ -41,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -155,14 +154,14 @@ const (
 func decided(before, p *v1alpha1.NetTuningProfile) (outcome, bool) {
 	st := p.Status
 	switch {
-	case st.Phase == planner.PhaseRolledBack && st.FailedRevision != "" &&
+	case st.Phase == v1alpha1.PhaseRolledBack && st.FailedRevision != "" &&
 		st.FailedRevision != before.Status.FailedRevision && st.FailedRevision != before.Status.StableRevision:
 		return outcomeRolledBack, true
 	case st.CurrentRevision == before.Status.StableRevision:
 		return "", false // the controller has not taken the edit yet
 	case st.StableRevision == st.CurrentRevision && st.Vehicles.Verified == st.Vehicles.Total:
 		return outcomePromoted, true
-	case st.Phase == planner.PhasePaused:
+	case st.Phase == v1alpha1.PhasePaused:
 		return outcomePaused, true
 	}
 	return "", false
@@ -272,7 +271,7 @@ func (d *demo) walkthrough(o options) error {
 		return err
 	}
 	if _, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseHealthy && p.Status.StableRevision != "" && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
+		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.StableRevision != "" && p.Status.Vehicles.Verified == p.Status.Vehicles.Total
 	}, 3*time.Minute); err != nil {
 		return err
 	}

@@ -10,21 +10,13 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
-// Phases of an AnalysisResult (the analysis as a whole).
-const (
-	ResultRunning      = "Running"
-	ResultSuccessful   = "Successful"
-	ResultFailed       = "Failed"
-	ResultInconclusive = "Inconclusive"
-)
-
 // maxMessage is the MaxLength of AnalysisResult.Message.
 const maxMessage = 1024
 
 // Terminal reports whether an AnalysisResult phase is final.
 func Terminal(phase string) bool {
 	switch phase {
-	case ResultSuccessful, ResultFailed, ResultInconclusive:
+	case v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisFailed, v1alpha1.AnalysisInconclusive:
 		return true
 	}
 	return false
@@ -94,19 +86,19 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	var msg string
 	switch {
 	case r.Failed > failureLimit:
-		r.Phase = ResultFailed
+		r.Phase = v1alpha1.AnalysisFailed
 		msg = fmt.Sprintf("%d failed measurement(s) > failureLimit %d; %s", r.Failed, failureLimit, last)
 	case r.Inconclusive > inconclusiveLimit:
-		r.Phase = ResultInconclusive
+		r.Phase = v1alpha1.AnalysisInconclusive
 		msg = fmt.Sprintf("%d inconclusive measurement(s) > inconclusiveLimit %d; %s", r.Inconclusive, inconclusiveLimit, last)
 	case r.Errors > errorLimit:
-		r.Phase = ResultInconclusive
+		r.Phase = v1alpha1.AnalysisInconclusive
 		msg = fmt.Sprintf("%d consecutive query errors > consecutiveErrorLimit %d; %s", r.Errors, errorLimit, last)
 	case r.Successful >= want:
-		r.Phase = ResultSuccessful
+		r.Phase = v1alpha1.AnalysisSuccessful
 		msg = fmt.Sprintf("%d/%d measurements successful; %s", r.Successful, want, last)
 	default:
-		r.Phase = ResultRunning
+		r.Phase = v1alpha1.AnalysisRunning
 		msg = fmt.Sprintf("%d/%d measurements successful (%d failed, %d inconclusive, %d consecutive errors); %s",
 			r.Successful, want, r.Failed, r.Inconclusive, r.Errors, last)
 	}

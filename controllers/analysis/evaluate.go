@@ -14,11 +14,12 @@ import (
 // Phase is the outcome of one measurement.
 type Phase string
 
-// Measurement phases.
+// Measurement phases: the words of an analysis result's phase
+// (v1alpha1.Analysis*), and Error for a measurement that could not be taken.
 const (
-	PhaseSuccessful   Phase = "Successful"
-	PhaseFailed       Phase = "Failed"
-	PhaseInconclusive Phase = "Inconclusive"
+	PhaseSuccessful   Phase = v1alpha1.AnalysisSuccessful
+	PhaseFailed       Phase = v1alpha1.AnalysisFailed
+	PhaseInconclusive Phase = v1alpha1.AnalysisInconclusive
 	PhaseError        Phase = "Error"
 )
 

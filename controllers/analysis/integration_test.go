@@ -162,7 +162,7 @@ func TestLokiIntegration(t *testing.T) {
 			t.Errorf("message %q should name the relative check", m.Message)
 		}
 		res := Accumulate(v1alpha1.AnalysisResult{}, m, spec)
-		if res.Phase != ResultFailed || res.CanaryValue != fmtNum(*m.Canary) || res.Threshold != fmtNum(*m.Threshold) {
+		if res.Phase != v1alpha1.AnalysisFailed || res.CanaryValue != fmtNum(*m.Canary) || res.Threshold != fmtNum(*m.Threshold) {
 			t.Errorf("result %+v", res)
 		}
 	})
@@ -341,7 +341,7 @@ func TestPrometheusIntegration(t *testing.T) {
 			t.Fatalf("threshold %s samples %s/%s", fmtPtr(m.Threshold), fmtPtr(m.CanarySamples), fmtPtr(m.BaselineSamples))
 		}
 		res := Accumulate(v1alpha1.AnalysisResult{}, m, v1)
-		if res.Phase != ResultFailed || res.CanaryValue != "19.95" || res.BaselineValue != "9.95" || res.Threshold != "11.945" {
+		if res.Phase != v1alpha1.AnalysisFailed || res.CanaryValue != "19.95" || res.BaselineValue != "9.95" || res.Threshold != "11.945" {
 			t.Fatalf("result %+v", res)
 		}
 	})

@@ -119,7 +119,7 @@ func TestJudgeLokiIntegration(t *testing.T) {
 			}
 		}
 		res := Accumulate(v1alpha1.AnalysisResult{}, m, spec)
-		if res.Phase != ResultFailed || res.Verdict != "Fail" || res.Pair != d.Pair || res.CanarySamples == nil || *res.CanarySamples != 3000 ||
+		if res.Phase != v1alpha1.AnalysisFailed || res.Verdict != "Fail" || res.Pair != d.Pair || res.CanarySamples == nil || *res.CanarySamples != 3000 ||
 			len(res.Pairs) != 3 || res.Probability == "" || res.Confidence == "" {
 			t.Errorf("result %+v", res)
 		}

@@ -85,7 +85,7 @@ func TestAccumulateJudge(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	inconclusive := judgeMeasurement(t0, JudgeConfig{MaxIncrease: 0.01}, JudgeResult{Verdict: VerdictInconclusive, Message: "collecting"})
 	r := Accumulate(v1alpha1.AnalysisResult{}, inconclusive, spec)
-	if r.Phase != ResultRunning || r.Started == nil || !r.Started.Time.Equal(t0) || r.Verdict != "Inconclusive" {
+	if r.Phase != v1alpha1.AnalysisRunning || r.Started == nil || !r.Started.Time.Equal(t0) || r.Verdict != "Inconclusive" {
 		t.Fatalf("after the first measurement: %+v", r)
 	}
 	fail := JudgeResult{Verdict: VerdictFail, PairConfidence: 0.998, Message: "Fail on p", Pairs: []PairResult{
@@ -94,7 +94,7 @@ func TestAccumulateJudge(t *testing.T) {
 		{Pair: "host=a,peer=b", Verdict: VerdictPass, CanaryTotal: 1000, BaselineTotal: 3000, PWorse: 0, RankP: math.NaN()},
 	}}
 	r = Accumulate(r, judgeMeasurement(t0.Add(10*time.Second), JudgeConfig{MaxIncrease: 0.01}, fail), spec)
-	if r.Phase != ResultFailed || !r.Started.Time.Equal(t0) || r.Verdict != "Fail" || r.Pair != "host=b,peer=a" ||
+	if r.Phase != v1alpha1.AnalysisFailed || !r.Started.Time.Equal(t0) || r.Verdict != "Fail" || r.Pair != "host=b,peer=a" ||
 		r.Effect != "0.059" || r.Probability != "1" || r.Confidence != "0.998" || *r.CanarySamples != 1000 || *r.BaselineSamples != 3000 ||
 		len(r.Pairs) != 2 || r.Pairs[0].RankP != "0.00001" || r.Pairs[1].RankP != "" ||
 		r.CanaryValue != "6" || r.BaselineValue != "0.1" || r.Threshold != "1.1" {

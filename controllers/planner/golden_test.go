@@ -65,7 +65,7 @@ func newSim(t *testing.T, rollout *v1alpha1.RolloutSpec, xavier, orin int, stabl
 		t: t, profile: "xavier-lan", revision: stable, gen: 1, rollout: rollout,
 		now:      time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC),
 		vehicles: map[string]*planner.Vehicle{}, offline: map[string]bool{}, failOn: map[string]string{},
-		verdict: func(*planner.Measure) string { return planner.AnalysisSuccessful },
+		verdict: func(*planner.Measure) string { return v1alpha1.AnalysisSuccessful },
 	}
 	s.start = s.now
 	n := 0
@@ -84,7 +84,7 @@ func newSim(t *testing.T, rollout *v1alpha1.RolloutSpec, xavier, orin int, stabl
 	if stable != "" {
 		s.status = v1alpha1.NetTuningProfileStatus{
 			CurrentRevision: stable, StableRevision: stable, CurrentStep: ptr(int32(len(rollout.Steps))),
-			Revisions: []v1alpha1.Revision{{Name: stable, Generation: 1, Outcome: planner.OutcomeStable}},
+			Revisions: []v1alpha1.Revision{{Name: stable, Generation: 1, Outcome: v1alpha1.OutcomeStable}},
 		}
 	}
 	return s
@@ -261,10 +261,10 @@ func TestGoldenFullRollout(t *testing.T) {
 	s.revision, s.gen = "r2", 2
 	s.note("12 vehicles (9 xavier, 3 orin) on stable r1; profile edited to r2")
 	var out planner.Output
-	for i := 0; i < 20 && (i == 0 || out.Status.Phase != planner.PhaseHealthy); i++ {
+	for i := 0; i < 20 && (i == 0 || out.Status.Phase != v1alpha1.PhaseHealthy); i++ {
 		out = s.tick(time.Minute)
 	}
-	if out.Status.StableRevision != "r2" || out.Status.Phase != planner.PhaseHealthy {
+	if out.Status.StableRevision != "r2" || out.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Fatalf("rollout did not complete: stable=%s phase=%s", out.Status.StableRevision, out.Status.Phase)
 	}
 	assertAll(t, out, "r2")
@@ -287,18 +287,18 @@ func TestGoldenFailingAnalysisEachStep(t *testing.T) {
 			s.note("analysis fails at step %d", failStep)
 			s.verdict = func(m *planner.Measure) string {
 				if m.Step == failStep {
-					return planner.AnalysisFailed
+					return v1alpha1.AnalysisFailed
 				}
-				return planner.AnalysisSuccessful
+				return v1alpha1.AnalysisSuccessful
 			}
 			var out planner.Output
 			for i := 0; i < 12; i++ {
 				out = s.tick(time.Minute)
-				if out.Status.Phase == planner.PhaseRolledBack {
+				if out.Status.Phase == v1alpha1.PhaseRolledBack {
 					break
 				}
 			}
-			if out.Status.Phase != planner.PhaseRolledBack || out.Status.FailedRevision != "r2" {
+			if out.Status.Phase != v1alpha1.PhaseRolledBack || out.Status.FailedRevision != "r2" {
 				t.Fatalf("phase %s failed %q, want RolledBack r2", out.Status.Phase, out.Status.FailedRevision)
 			}
 			assertAll(t, out, "r1")
@@ -307,13 +307,13 @@ func TestGoldenFailingAnalysisEachStep(t *testing.T) {
 				out = s.tick(time.Minute)
 			}
 			assertAll(t, out, "r1")
-			if out.Status.Phase != planner.PhaseRolledBack {
+			if out.Status.Phase != v1alpha1.PhaseRolledBack {
 				t.Errorf("phase %s after rollback, want RolledBack", out.Status.Phase)
 			}
 			s.note("profile edited to r3: a new rollout starts")
 			s.revision, s.gen = "r3", 3
 			out = s.tick(time.Minute)
-			if out.Status.CurrentRevision != "r3" || out.Status.Phase != planner.PhaseProgressing {
+			if out.Status.CurrentRevision != "r3" || out.Status.Phase != v1alpha1.PhaseProgressing {
 				t.Errorf("after edit: current %s phase %s, want r3 Progressing", out.Status.CurrentRevision, out.Status.Phase)
 			}
 			s.golden(fmt.Sprintf("failing-analysis-step%d", failStep))
@@ -329,7 +329,7 @@ func TestGoldenOfflineCanary(t *testing.T) {
 	s.note("canary av-01 is offline from the start (last seen t+0)")
 	var out planner.Output
 	sawWait := false
-	for i := 0; i < 40 && out.Status.Phase != planner.PhaseHealthy; i++ {
+	for i := 0; i < 40 && out.Status.Phase != v1alpha1.PhaseHealthy; i++ {
 		if i == 20 {
 			s.note("av-01 comes back online")
 			delete(s.offline, "av-01")
@@ -342,7 +342,7 @@ func TestGoldenOfflineCanary(t *testing.T) {
 	if !sawWait {
 		t.Errorf("the canary step did not wait for the unreachable canary")
 	}
-	if out.Status.Phase != planner.PhaseHealthy {
+	if out.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Fatalf("phase %s, want Healthy:\n%s", out.Status.Phase, strings.Join(s.lines, "\n"))
 	}
 	if s.vehicles["av-01"].Assigned != "r2" || !s.vehicles["av-01"].Verified {
@@ -372,7 +372,7 @@ func TestGoldenEditMidRollout(t *testing.T) {
 			t.Errorf("vehicle %s still on superseded r2", name)
 		}
 	}
-	for i := 0; i < 20 && out.Status.Phase != planner.PhaseHealthy; i++ {
+	for i := 0; i < 20 && out.Status.Phase != v1alpha1.PhaseHealthy; i++ {
 		out = s.tick(time.Minute)
 	}
 	assertAll(t, out, "r3")
@@ -380,7 +380,7 @@ func TestGoldenEditMidRollout(t *testing.T) {
 	for _, r := range out.Status.Revisions {
 		outcomes[r.Name] = r.Outcome
 	}
-	if outcomes["r1"] != planner.OutcomeSuperseded || outcomes["r2"] != planner.OutcomeSuperseded || outcomes["r3"] != planner.OutcomeStable {
+	if outcomes["r1"] != v1alpha1.OutcomeSuperseded || outcomes["r2"] != v1alpha1.OutcomeSuperseded || outcomes["r3"] != v1alpha1.OutcomeStable {
 		t.Errorf("revision outcomes %v", outcomes)
 	}
 	s.golden("edit-mid-rollout")

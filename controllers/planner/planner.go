@@ -59,30 +59,8 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
-// Phases of a profile's rollout (status.phase).
-const (
-	PhaseProgressing = "Progressing"
-	PhasePaused      = "Paused"
-	PhaseHealthy     = "Healthy"
-	PhaseRolledBack  = "RolledBack"
-	PhaseDegraded    = "Degraded"
-)
-
-// Revision outcomes (status.revisions[].outcome).
-const (
-	OutcomeProgressing = "Progressing"
-	OutcomeStable      = "Stable"
-	OutcomeRolledBack  = "RolledBack"
-	OutcomeSuperseded  = "Superseded"
-)
-
-// Analysis phases, as written by the analysis package.
-const (
-	AnalysisRunning      = "Running"
-	AnalysisSuccessful   = "Successful"
-	AnalysisFailed       = "Failed"
-	AnalysisInconclusive = "Inconclusive"
-)
+// The phases, outcomes and analysis phases the planner writes are
+// v1alpha1's (api/v1alpha1/vocabulary.go).
 
 // Vehicle is the observed state of one vehicle for one profile.
 type Vehicle struct {
@@ -260,7 +238,7 @@ func (p *plan) start() {
 	st.StepStarted = p.now()
 	st.Analysis = nil
 	st.CanaryVehicles = p.pickCanaries()
-	p.addRevision(p.in.Revision, OutcomeProgressing)
+	p.addRevision(p.in.Revision, v1alpha1.OutcomeProgressing)
 	if p.in.Rollout == nil {
 		p.event(false, "RolloutStarted", "revision %s: updating every vehicle (no rollout steps)", p.in.Revision)
 		return
@@ -396,9 +374,9 @@ func (p *plan) steady() {
 	}
 	st.CurrentStep = ptr(p.stepCount())
 	if p.failed(st.StableRevision) > 0 {
-		st.Phase = PhaseDegraded
+		st.Phase = v1alpha1.PhaseDegraded
 	} else {
-		st.Phase = PhaseHealthy
+		st.Phase = v1alpha1.PhaseHealthy
 	}
 	p.unreachableRequeue()
 }
@@ -408,7 +386,7 @@ func (p *plan) rolledBack() {
 	for _, v := range p.in.Vehicles {
 		p.out.Assign[v.Name] = p.st().StableRevision
 	}
-	p.st().Phase = PhaseRolledBack
+	p.st().Phase = v1alpha1.PhaseRolledBack
 }
 
 // rollback sends every vehicle back to the stable revision.
@@ -416,13 +394,13 @@ func (p *plan) rollback(reason, message string) {
 	st := p.st()
 	failed := st.CurrentRevision
 	st.FailedRevision = failed
-	p.setOutcome(failed, OutcomeRolledBack)
+	p.setOutcome(failed, v1alpha1.OutcomeRolledBack)
 	p.rolledBack()
 	target := st.StableRevision
 	if target == "" {
 		target = "no revision (the profile's items are removed)"
 	}
-	p.event(true, "RolledBack", "%s: %s; every vehicle returns to %s", reason, message, target)
+	p.event(true, v1alpha1.ReasonRolledBack, "%s: %s; every vehicle returns to %s", reason, message, target)
 	p.out.Status.Conditions = setCondition(p.out.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionRolledBack, Status: metav1.ConditionTrue, Reason: reason,
 		Message: truncate(message, 1024), ObservedGeneration: p.in.Generation,
@@ -457,10 +435,10 @@ func (p *plan) progress() {
 		settled, waitUnreachable := p.assign(rev, target, paused)
 		st.CurrentStep = ptr(step)
 		if paused {
-			st.Phase = PhasePaused
+			st.Phase = v1alpha1.PhasePaused
 			return
 		}
-		st.Phase = PhaseProgressing
+		st.Phase = v1alpha1.PhaseProgressing
 		if !settled {
 			if waitUnreachable > 0 {
 				p.requeue(waitUnreachable)
@@ -496,7 +474,7 @@ func (p *plan) runStep(i int32, s v1alpha1.RolloutStep) (done, stop bool) {
 			return true, false
 		}
 		if s.Pause.Duration == nil {
-			st.Phase = PhasePaused
+			st.Phase = v1alpha1.PhasePaused
 			return false, false
 		}
 		started := p.in.Now
@@ -522,7 +500,7 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	for k, name := range names {
 		if specs[k] = p.analysisSpec(name); specs[k] == nil {
 			// Admission forbids this; treat it as a pause rather than skipping a check.
-			st.Phase = PhasePaused
+			st.Phase = v1alpha1.PhasePaused
 			p.event(true, "AnalysisMissing", "step %d names analysis %q which is not defined", i, name)
 			return false, false
 		}
@@ -547,20 +525,20 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	}
 	// A failure rolls back at once, whatever the others say.
 	for k, name := range names {
-		if phase(k) == AnalysisFailed && !specs[k].DryRun {
-			p.rollback("AnalysisFailed", fmt.Sprintf("analysis %s at step %d failed: %s", name, i, results[k].Message))
+		if phase(k) == v1alpha1.AnalysisFailed && !specs[k].DryRun {
+			p.rollback(v1alpha1.ReasonAnalysisFailed, fmt.Sprintf("analysis %s at step %d failed: %s", name, i, results[k].Message))
 			return false, true
 		}
 	}
 	for k, name := range names {
-		if phase(k) != AnalysisInconclusive || specs[k].DryRun {
+		if phase(k) != v1alpha1.AnalysisInconclusive || specs[k].DryRun {
 			continue
 		}
 		if specs[k].OnInconclusive == v1alpha1.InconclusiveAbort {
-			p.rollback("AnalysisInconclusive", fmt.Sprintf("analysis %s at step %d was inconclusive: %s", name, i, results[k].Message))
+			p.rollback(v1alpha1.ReasonAnalysisInconclusive, fmt.Sprintf("analysis %s at step %d was inconclusive: %s", name, i, results[k].Message))
 			return false, true
 		}
-		st.Phase = PhasePaused
+		st.Phase = v1alpha1.PhasePaused
 		return false, false
 	}
 	// Running or not started: ask for a measurement of each.
@@ -583,7 +561,7 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	pending := false
 	for k, name := range names {
 		switch phase(k) {
-		case AnalysisSuccessful, AnalysisFailed, AnalysisInconclusive:
+		case v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisFailed, v1alpha1.AnalysisInconclusive:
 			continue // decided (a failed or inconclusive one is a dry run)
 		}
 		pending = true
@@ -605,7 +583,7 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	// Every analysis decided and none acts: the step is done. A dry run's
 	// failure is reported once, here.
 	for k, name := range names {
-		if phase(k) == AnalysisFailed {
+		if phase(k) == v1alpha1.AnalysisFailed {
 			p.event(true, "AnalysisFailedDryRun", "analysis %s failed (dry run, not acted on): %s", name, results[k].Message)
 		}
 	}
@@ -617,12 +595,12 @@ func (p *plan) complete(rev string) {
 	st := p.st()
 	prev := st.StableRevision
 	if prev != "" && prev != rev {
-		p.setOutcome(prev, OutcomeSuperseded)
+		p.setOutcome(prev, v1alpha1.OutcomeSuperseded)
 	}
 	st.StableRevision = rev
-	st.Phase = PhaseHealthy
+	st.Phase = v1alpha1.PhaseHealthy
 	st.CurrentStep = ptr(p.stepCount())
-	p.setOutcome(rev, OutcomeStable)
+	p.setOutcome(rev, v1alpha1.OutcomeStable)
 	p.event(false, "RolloutComplete", "revision %s is stable on %d vehicle(s)", rev, len(p.active))
 }
 
@@ -779,33 +757,33 @@ func (p *plan) conditions() {
 	}
 	step := describeProgress(p)
 	switch st.Phase {
-	case PhaseHealthy:
+	case v1alpha1.PhaseHealthy:
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "RolloutComplete", fmt.Sprintf("revision %s on %d vehicle(s)", st.StableRevision, st.Vehicles.Total))
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "RolloutComplete", "")
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "")
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RolloutComplete", "")
 		st.Conditions = removeCondition(st.Conditions, v1alpha1.ConditionRolledBack)
-	case PhaseDegraded:
+	case v1alpha1.PhaseDegraded:
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "VehiclesFailed", fmt.Sprintf("%d vehicle(s) report RolledBack or Degraded", st.Vehicles.Failed))
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "RolloutComplete", "")
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolloutComplete", "")
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, "VehiclesFailed", fmt.Sprintf("%d vehicle(s) report RolledBack or Degraded", st.Vehicles.Failed))
-	case PhaseRolledBack:
+	case v1alpha1.PhaseRolledBack:
 		msg := fmt.Sprintf("revision %s was rolled back; it is not retried until the profile changes", st.FailedRevision)
 		if c := findCondition(st.Conditions, v1alpha1.ConditionRolledBack); c != nil {
 			msg = c.Message
 		}
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "RolledBack", msg)
-		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, "RolledBack", "")
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "RolledBack", "")
-		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, "RolledBack", msg)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRolledBack, msg)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonRolledBack, "")
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonRolledBack, "")
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonRolledBack, msg)
 	default:
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "RolloutInProgress", step)
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, "RolloutInProgress", step)
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutInProgress", step)
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RolloutInProgress", "")
 	}
-	if st.Phase == PhasePaused {
+	if st.Phase == v1alpha1.PhasePaused {
 		set(v1alpha1.ConditionPaused, metav1.ConditionTrue, pausedReason(p), step)
 	} else {
 		set(v1alpha1.ConditionPaused, metav1.ConditionFalse, "NotPaused", "")
@@ -817,8 +795,8 @@ func pausedReason(p *plan) string {
 		return "PausedByUser"
 	}
 	for _, a := range p.st().Analysis {
-		if a.Phase == AnalysisInconclusive {
-			return "AnalysisInconclusive"
+		if a.Phase == v1alpha1.AnalysisInconclusive {
+			return v1alpha1.ReasonAnalysisInconclusive
 		}
 	}
 	return "PauseStep"
@@ -994,7 +972,7 @@ func (p *plan) supersede(name string) {
 	if name == "" || name == p.st().StableRevision || name == p.st().FailedRevision {
 		return
 	}
-	p.setOutcome(name, OutcomeSuperseded)
+	p.setOutcome(name, v1alpha1.OutcomeSuperseded)
 }
 
 // pruneRevisions keeps at most revisionHistoryLimit revisions, never dropping

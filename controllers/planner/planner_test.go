@@ -129,7 +129,7 @@ func TestMaxUnavailable(t *testing.T) {
 			t.Errorf("maxUnavailable %s: %d vehicles in flight, want %d", tc.max.String(), got, tc.want)
 		}
 		s.noVerify = false
-		if out = runUntil(s, 30, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+		if out = runUntil(s, 30, phaseIs(v1alpha1.PhaseHealthy)); out.Status.Phase != v1alpha1.PhaseHealthy {
 			t.Errorf("maxUnavailable %s: rollout did not complete once agents verified", tc.max.String())
 		}
 	}
@@ -155,9 +155,9 @@ func TestFailureBudget(t *testing.T) {
 			s.failOn[v] = "r2"
 		}
 		out := runUntil(s, 15, func(o planner.Output) bool {
-			return o.Status.Phase == planner.PhaseRolledBack || o.Status.Phase == planner.PhaseHealthy
+			return o.Status.Phase == v1alpha1.PhaseRolledBack || o.Status.Phase == v1alpha1.PhaseHealthy
 		})
-		if got := out.Status.Phase == planner.PhaseRolledBack; got != tc.rolledBack {
+		if got := out.Status.Phase == v1alpha1.PhaseRolledBack; got != tc.rolledBack {
 			t.Errorf("budget %s with %v failing: rolled back %v, want %v (phase %s)", tc.budget.String(), tc.failing, got, tc.rolledBack, out.Status.Phase)
 		}
 		if tc.rolledBack {
@@ -175,7 +175,7 @@ func TestPauseAndPromote(t *testing.T) {
 	s.rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}, {SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}
 	s.revision = "r2"
 	out := runUntil(s, 5, phaseIs("never"))
-	if out.Status.Phase != planner.PhasePaused || *out.Status.CurrentStep != 0 {
+	if out.Status.Phase != v1alpha1.PhasePaused || *out.Status.CurrentStep != 0 {
 		t.Fatalf("indefinite pause: phase %s step %d, want Paused 0", out.Status.Phase, *out.Status.CurrentStep)
 	}
 	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "PauseStep" {
@@ -193,7 +193,7 @@ func TestPauseAndPromote(t *testing.T) {
 		t.Errorf("promote of r1's step 0 moved r2's step 0")
 	}
 	s.commands.PromoteStep, s.commands.PromoteRevision = ptr(int32(0)), "r2"
-	out = runUntil(s, 10, phaseIs(planner.PhaseHealthy))
+	out = runUntil(s, 10, phaseIs(v1alpha1.PhaseHealthy))
 	if out.Status.StableRevision != "r2" {
 		t.Errorf("after promote: stable %s, want r2", out.Status.StableRevision)
 	}
@@ -209,8 +209,8 @@ func TestTimedPause(t *testing.T) {
 	if *out.Status.CurrentStep != 0 || out.RequeueAfter <= 0 || out.RequeueAfter > 10*time.Minute {
 		t.Errorf("timed pause: step %d requeue %s", *out.Status.CurrentStep, out.RequeueAfter)
 	}
-	out = runUntil(s, 20, phaseIs(planner.PhaseHealthy))
-	if out.Status.Phase != planner.PhaseHealthy || s.now.Sub(s.start) < 10*time.Minute {
+	out = runUntil(s, 20, phaseIs(v1alpha1.PhaseHealthy))
+	if out.Status.Phase != v1alpha1.PhaseHealthy || s.now.Sub(s.start) < 10*time.Minute {
 		t.Errorf("timed pause finished at %s phase %s, want after 10m Healthy", s.now.Sub(s.start), out.Status.Phase)
 	}
 }
@@ -222,14 +222,14 @@ func TestPausedSpecHoldsAssignments(t *testing.T) {
 	s.rollout.Paused = true
 	before := count(s.tick(time.Minute), "r2")
 	out := runUntil(s, 5, phaseIs("never"))
-	if out.Status.Phase != planner.PhasePaused || count(out, "r2") != before {
+	if out.Status.Phase != v1alpha1.PhasePaused || count(out, "r2") != before {
 		t.Errorf("paused: phase %s, r2 vehicles %d -> %d", out.Status.Phase, before, count(out, "r2"))
 	}
 	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused); c == nil || c.Reason != "PausedByUser" {
 		t.Errorf("Paused condition %+v, want reason PausedByUser", c)
 	}
 	s.rollout.Paused = false
-	if out = runUntil(s, 20, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+	if out = runUntil(s, 20, phaseIs(v1alpha1.PhaseHealthy)); out.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Errorf("resumed rollout did not complete: %s", out.Status.Phase)
 	}
 }
@@ -239,12 +239,12 @@ func TestAbort(t *testing.T) {
 	s.revision = "r2"
 	s.tick(time.Minute)
 	s.commands.AbortRevision = "r-other"
-	if out := s.tick(time.Minute); out.Status.Phase == planner.PhaseRolledBack {
+	if out := s.tick(time.Minute); out.Status.Phase == v1alpha1.PhaseRolledBack {
 		t.Fatalf("abort of another revision rolled back")
 	}
 	s.commands.AbortRevision = "r2"
 	out := s.tick(time.Minute)
-	if out.Status.Phase != planner.PhaseRolledBack || out.Status.FailedRevision != "r2" {
+	if out.Status.Phase != v1alpha1.PhaseRolledBack || out.Status.FailedRevision != "r2" {
 		t.Fatalf("abort: phase %s failed %s", out.Status.Phase, out.Status.FailedRevision)
 	}
 	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionRolledBack); c == nil || c.Reason != "Aborted" {
@@ -257,8 +257,8 @@ func TestExcludeVehicle(t *testing.T) {
 	s := newSim(t, shipped(), 6, 2, "r1")
 	s.commands.Excluded = []string{"av-03"}
 	s.revision = "r2"
-	out := runUntil(s, 30, phaseIs(planner.PhaseHealthy))
-	if out.Status.Phase != planner.PhaseHealthy {
+	out := runUntil(s, 30, phaseIs(v1alpha1.PhaseHealthy))
+	if out.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Fatalf("phase %s", out.Status.Phase)
 	}
 	if out.Assign["av-03"] != "r1" || out.Status.Vehicles.Total != 7 {
@@ -279,11 +279,11 @@ func TestAnalysisVerdicts(t *testing.T) {
 		policy  v1alpha1.InconclusivePolicy
 		phase   string
 	}{
-		{"failed rolls back", planner.AnalysisFailed, false, "", planner.PhaseRolledBack},
-		{"failed in dry run goes on", planner.AnalysisFailed, true, "", planner.PhaseHealthy},
-		{"inconclusive pauses", planner.AnalysisInconclusive, false, v1alpha1.InconclusivePause, planner.PhasePaused},
-		{"inconclusive aborts", planner.AnalysisInconclusive, false, v1alpha1.InconclusiveAbort, planner.PhaseRolledBack},
-		{"running waits", planner.AnalysisRunning, false, "", planner.PhaseProgressing},
+		{"failed rolls back", v1alpha1.AnalysisFailed, false, "", v1alpha1.PhaseRolledBack},
+		{"failed in dry run goes on", v1alpha1.AnalysisFailed, true, "", v1alpha1.PhaseHealthy},
+		{"inconclusive pauses", v1alpha1.AnalysisInconclusive, false, v1alpha1.InconclusivePause, v1alpha1.PhasePaused},
+		{"inconclusive aborts", v1alpha1.AnalysisInconclusive, false, v1alpha1.InconclusiveAbort, v1alpha1.PhaseRolledBack},
+		{"running waits", v1alpha1.AnalysisRunning, false, "", v1alpha1.PhaseProgressing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSim(t, shipped(), 6, 2, "r1")
@@ -292,24 +292,24 @@ func TestAnalysisVerdicts(t *testing.T) {
 			s.revision = "r2"
 			s.verdict = func(*planner.Measure) string { return tc.verdict }
 			stop := phaseIs(tc.phase)
-			if tc.verdict == planner.AnalysisRunning {
+			if tc.verdict == v1alpha1.AnalysisRunning {
 				stop = phaseIs("never")
 			}
 			out := runUntil(s, 25, stop)
 			if out.Status.Phase != tc.phase {
 				t.Fatalf("phase %s, want %s", out.Status.Phase, tc.phase)
 			}
-			if tc.phase == planner.PhaseProgressing && (len(out.Measures) == 0 || out.RequeueAfter <= 0) {
+			if tc.phase == v1alpha1.PhaseProgressing && (len(out.Measures) == 0 || out.RequeueAfter <= 0) {
 				t.Errorf("running analysis: measures %v requeue %s", out.Measures, out.RequeueAfter)
 			}
-			if tc.phase == planner.PhasePaused {
+			if tc.phase == v1alpha1.PhasePaused {
 				c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused)
-				if c == nil || c.Reason != "AnalysisInconclusive" {
+				if c == nil || c.Reason != v1alpha1.ReasonAnalysisInconclusive {
 					t.Errorf("Paused condition %+v", c)
 				}
 				s.commands.PromoteStep, s.commands.PromoteRevision = out.Status.CurrentStep, out.Status.CurrentRevision
-				s.verdict = func(*planner.Measure) string { return planner.AnalysisSuccessful }
-				if out = runUntil(s, 25, phaseIs(planner.PhaseHealthy)); out.Status.Phase != planner.PhaseHealthy {
+				s.verdict = func(*planner.Measure) string { return v1alpha1.AnalysisSuccessful }
+				if out = runUntil(s, 25, phaseIs(v1alpha1.PhaseHealthy)); out.Status.Phase != v1alpha1.PhaseHealthy {
 					t.Errorf("promoted past inconclusive: %s", out.Status.Phase)
 				}
 			}
@@ -326,7 +326,7 @@ func TestNoRolloutUpdatesAll(t *testing.T) {
 		t.Errorf("no rollout: %d vehicles on r1, want 6", count(out, "r1"))
 	}
 	out = s.tick(time.Minute)
-	if out.Status.StableRevision != "r1" || out.Status.Phase != planner.PhaseHealthy {
+	if out.Status.StableRevision != "r1" || out.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Errorf("stable %q phase %s", out.Status.StableRevision, out.Status.Phase)
 	}
 }
@@ -335,8 +335,8 @@ func TestFirstRolloutHasNoBaseline(t *testing.T) {
 	s := newSim(t, shipped(), 4, 2, "")
 	s.revision = "r1"
 	var measured *planner.Measure
-	s.verdict = func(m *planner.Measure) string { measured = m; return planner.AnalysisSuccessful }
-	out := runUntil(s, 20, phaseIs(planner.PhaseHealthy))
+	s.verdict = func(m *planner.Measure) string { measured = m; return v1alpha1.AnalysisSuccessful }
+	out := runUntil(s, 20, phaseIs(v1alpha1.PhaseHealthy))
 	if out.Status.StableRevision != "r1" {
 		t.Fatalf("first rollout did not complete: %s", out.Status.Phase)
 	}
@@ -352,7 +352,7 @@ func TestUndoToStableIsImmediate(t *testing.T) {
 	s.revision = "r1"
 	out := s.tick(time.Minute)
 	assertAll(t, out, "r1")
-	if out.Status.Phase != planner.PhaseHealthy || out.Status.CurrentRevision != "r1" {
+	if out.Status.Phase != v1alpha1.PhaseHealthy || out.Status.CurrentRevision != "r1" {
 		t.Errorf("undo: phase %s current %s", out.Status.Phase, out.Status.CurrentRevision)
 	}
 }
@@ -360,13 +360,13 @@ func TestUndoToStableIsImmediate(t *testing.T) {
 func TestFailedRevisionNotRetried(t *testing.T) {
 	s := newSim(t, shipped(), 6, 2, "r1")
 	s.revision = "r2"
-	s.verdict = func(*planner.Measure) string { return planner.AnalysisFailed }
-	runUntil(s, 10, phaseIs(planner.PhaseRolledBack))
+	s.verdict = func(*planner.Measure) string { return v1alpha1.AnalysisFailed }
+	runUntil(s, 10, phaseIs(v1alpha1.PhaseRolledBack))
 	s.revision = "r3"
 	s.tick(time.Minute)
 	s.revision = "r2" // edited back to the failed content
 	out := s.tick(time.Minute)
-	if out.Status.Phase != planner.PhaseRolledBack || count(out, "r2") != 0 {
+	if out.Status.Phase != v1alpha1.PhaseRolledBack || count(out, "r2") != 0 {
 		t.Errorf("failed revision retried: phase %s, %d vehicles on r2", out.Status.Phase, count(out, "r2"))
 	}
 }
@@ -401,7 +401,7 @@ func TestConditionsKstatus(t *testing.T) {
 			t.Errorf("progressing: condition %s = %+v, want %s at generation %d", typ, c, st, s.gen)
 		}
 	}
-	out = runUntil(s, 30, phaseIs(planner.PhaseHealthy))
+	out = runUntil(s, 30, phaseIs(v1alpha1.PhaseHealthy))
 	if c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("healthy: Ready %+v", c)
 	}
@@ -457,9 +457,9 @@ func TestAnalysisStepWith(t *testing.T) {
 		seen := map[string][]string{}
 		s.verdict = func(m *planner.Measure) string {
 			seen[m.Analysis] = append(seen[m.Analysis], strings.Join(m.Canary, ",")+"|"+strings.Join(m.Baseline, ","))
-			return planner.AnalysisSuccessful
+			return v1alpha1.AnalysisSuccessful
 		}
-		out := runUntil(s, 30, phaseIs(planner.PhaseHealthy))
+		out := runUntil(s, 30, phaseIs(v1alpha1.PhaseHealthy))
 		if out.Status.StableRevision != "r2" {
 			t.Fatalf("rollout did not complete: phase %s", out.Status.Phase)
 		}
@@ -472,12 +472,12 @@ func TestAnalysisStepWith(t *testing.T) {
 		s.revision = "r2"
 		s.verdict = func(m *planner.Measure) string {
 			if m.Analysis == "tcp-guard" {
-				return planner.AnalysisFailed
+				return v1alpha1.AnalysisFailed
 			}
-			return planner.AnalysisRunning
+			return v1alpha1.AnalysisRunning
 		}
-		out := runUntil(s, 10, phaseIs(planner.PhaseRolledBack))
-		if out.Status.Phase != planner.PhaseRolledBack || count(out, "r2") != 0 {
+		out := runUntil(s, 10, phaseIs(v1alpha1.PhaseRolledBack))
+		if out.Status.Phase != v1alpha1.PhaseRolledBack || count(out, "r2") != 0 {
 			t.Fatalf("phase %s, %d vehicles on r2; want rolled back", out.Status.Phase, count(out, "r2"))
 		}
 		c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionRolledBack)
@@ -490,12 +490,12 @@ func TestAnalysisStepWith(t *testing.T) {
 		s.revision = "r2"
 		s.verdict = func(m *planner.Measure) string {
 			if m.Analysis == "tcp-guard" {
-				return planner.AnalysisRunning
+				return v1alpha1.AnalysisRunning
 			}
-			return planner.AnalysisSuccessful
+			return v1alpha1.AnalysisSuccessful
 		}
 		out := runUntil(s, 10, phaseIs("never"))
-		if out.Status.Phase != planner.PhaseProgressing || *out.Status.CurrentStep != 0 {
+		if out.Status.Phase != v1alpha1.PhaseProgressing || *out.Status.CurrentStep != 0 {
 			t.Fatalf("phase %s step %d; want still progressing at step 0", out.Status.Phase, *out.Status.CurrentStep)
 		}
 		if len(out.Measures) != 1 || out.Measures[0].Analysis != "tcp-guard" {
@@ -507,9 +507,9 @@ func TestAnalysisStepWith(t *testing.T) {
 		s.revision = "r2"
 		s.verdict = func(m *planner.Measure) string {
 			if m.Analysis == "tcp-guard" {
-				return planner.AnalysisFailed
+				return v1alpha1.AnalysisFailed
 			}
-			return planner.AnalysisSuccessful
+			return v1alpha1.AnalysisSuccessful
 		}
 		events := 0
 		var out planner.Output
@@ -520,7 +520,7 @@ func TestAnalysisStepWith(t *testing.T) {
 					events++
 				}
 			}
-			if out.Status.Phase == planner.PhaseHealthy {
+			if out.Status.Phase == v1alpha1.PhaseHealthy {
 				break
 			}
 		}

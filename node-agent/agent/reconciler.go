@@ -209,7 +209,7 @@ func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
 	case o.Refused:
 		r.Recorder.Eventf(nnt, nil, "Warning", "Refused", "Apply", "revision %s refused: %s", nnt.Spec.Revision, o.Reason)
 	case o.RolledBack:
-		r.Recorder.Eventf(nnt, nil, "Warning", "RolledBack", "Apply", "revision %s rolled back to %q: %s", nnt.Spec.Revision, o.Revision, o.Reason)
+		r.Recorder.Eventf(nnt, nil, "Warning", v1alpha1.ReasonRolledBack, "Apply", "revision %s rolled back to %q: %s", nnt.Spec.Revision, o.Revision, o.Reason)
 	}
 }
 
@@ -286,10 +286,10 @@ func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.Nod
 		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, "Refused", "nothing was changed")
 		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, "Refused", o.Reason)
 	case o.RolledBack:
-		set(v1alpha1.ConditionApplied, metav1.ConditionFalse, "RolledBack", "revision "+nnt.Spec.Revision+" was undone")
-		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, "RolledBack", o.Reason)
+		set(v1alpha1.ConditionApplied, metav1.ConditionFalse, v1alpha1.ReasonRolledBack, "revision "+nnt.Spec.Revision+" was undone")
+		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, v1alpha1.ReasonRolledBack, o.Reason)
 		set(v1alpha1.ConditionRolledBack, metav1.ConditionTrue, "ProbeOrVerifyFailed", o.Reason)
-		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, "RolledBack", o.Reason)
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonRolledBack, o.Reason)
 	}
 	drifted := metav1.ConditionFalse
 	reason := "NoDrift"

@@ -39,7 +39,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -331,7 +330,7 @@ func TestE2E(t *testing.T) {
 	t.Run("stable revision on every vehicle", func(t *testing.T) {
 		apply(t, "01-xavier-lan-v1.yaml")
 		p := waitProfile(t, 2*time.Minute, "v1 stable", func(p *v1alpha1.NetTuningProfile) bool {
-			return p.Status.StableRevision != "" && p.Status.Phase == planner.PhaseHealthy
+			return p.Status.StableRevision != "" && p.Status.Phase == v1alpha1.PhaseHealthy
 		})
 		r1 = p.Status.StableRevision
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
@@ -347,9 +346,9 @@ func TestE2E(t *testing.T) {
 			if p.Status.CurrentRevision != r1 && p.Status.Vehicles.Updated > 1 && p.Status.Vehicles.Updated < p.Status.Vehicles.Total {
 				sawPartial = true
 			}
-			stopOn(t, p, planner.PhaseRolledBack, "the good profile was rolled back (a false rollback)")
-			stopOn(t, p, planner.PhasePaused, "the good profile's rollout paused")
-			return p.Status.StableRevision != r1 && p.Status.StableRevision != "" && p.Status.Phase == planner.PhaseHealthy
+			stopOn(t, p, v1alpha1.PhaseRolledBack, "the good profile was rolled back (a false rollback)")
+			stopOn(t, p, v1alpha1.PhasePaused, "the good profile's rollout paused")
+			return p.Status.StableRevision != r1 && p.Status.StableRevision != "" && p.Status.Phase == v1alpha1.PhaseHealthy
 		})
 		r2 = p.Status.StableRevision
 		waitFor(t, time.Minute, "every node verified "+r2, func() bool { return allVerified(t, r2) })
@@ -378,11 +377,11 @@ func TestE2E(t *testing.T) {
 			if p.Status.CurrentRevision != r2 {
 				r3, canaries = p.Status.CurrentRevision, p.Status.CanaryVehicles
 			}
-			stopOn(t, p, planner.PhasePaused, "the bad profile's rollout paused instead of rolling back")
+			stopOn(t, p, v1alpha1.PhasePaused, "the bad profile's rollout paused instead of rolling back")
 			if p.Status.StableRevision != r2 && p.Status.StableRevision != "" {
 				t.Fatalf("the bad profile became stable (%s): promoted, not rolled back", p.Status.StableRevision)
 			}
-			return p.Status.Phase == planner.PhaseRolledBack
+			return p.Status.Phase == v1alpha1.PhaseRolledBack
 		})
 		rolledBack := time.Now()
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack)
@@ -437,7 +436,7 @@ func TestE2E(t *testing.T) {
 		})
 		began := time.Now()
 		p := waitProfile(t, 3*time.Minute, "stable without the offline canary", func(p *v1alpha1.NetTuningProfile) bool {
-			return p.Status.Phase == planner.PhaseHealthy && p.Status.CurrentRevision != r2
+			return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.CurrentRevision != r2
 		})
 		r4 := p.Status.StableRevision
 		waited := time.Since(began)
@@ -464,18 +463,18 @@ func TestE2E(t *testing.T) {
 		}
 		// promote: a paused rollout goes on.
 		edit(t, func(p *v1alpha1.NetTuningProfile) { pause(p); p.Spec.Defaults.Ssthresh = ptr(int32(28)) })
-		waitProfile(t, time.Minute, "paused", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == planner.PhasePaused })
+		waitProfile(t, time.Minute, "paused", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == v1alpha1.PhasePaused })
 		plugin(t, "promote", profile)
 		p := waitProfile(t, 2*time.Minute, "promoted to stable", func(p *v1alpha1.NetTuningProfile) bool {
-			return p.Status.Phase == planner.PhaseHealthy && p.Status.StableRevision != stable
+			return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.StableRevision != stable
 		})
 		promoted := p.Status.StableRevision
 
 		// abort: the rollout in progress goes back.
 		edit(t, func(p *v1alpha1.NetTuningProfile) { p.Spec.Defaults.Ssthresh = ptr(int32(27)) })
-		waitProfile(t, time.Minute, "paused", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == planner.PhasePaused })
+		waitProfile(t, time.Minute, "paused", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == v1alpha1.PhasePaused })
 		plugin(t, "abort", profile)
-		p = waitProfile(t, time.Minute, "aborted", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == planner.PhaseRolledBack })
+		p = waitProfile(t, time.Minute, "aborted", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == v1alpha1.PhaseRolledBack })
 		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack); c == nil || c.Reason != "Aborted" {
 			t.Errorf("RolledBack condition %+v, want Aborted", c)
 		}
@@ -484,11 +483,11 @@ func TestE2E(t *testing.T) {
 		// undo to the first revision: its content returns and rolls out.
 		plugin(t, "undo", profile, "--to-revision", r1)
 		waitProfile(t, time.Minute, "undo paused", func(p *v1alpha1.NetTuningProfile) bool {
-			return p.Status.CurrentRevision == r1 && p.Status.Phase == planner.PhasePaused
+			return p.Status.CurrentRevision == r1 && p.Status.Phase == v1alpha1.PhasePaused
 		})
 		plugin(t, "promote", profile)
 		waitProfile(t, 2*time.Minute, "r1 stable again", func(p *v1alpha1.NetTuningProfile) bool {
-			return p.Status.StableRevision == r1 && p.Status.Phase == planner.PhaseHealthy
+			return p.Status.StableRevision == r1 && p.Status.Phase == v1alpha1.PhaseHealthy
 		})
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
 		assertRoutes(t, "cwnd lock 40", nil)

@@ -46,7 +46,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -349,7 +348,7 @@ func (b *bench) setStable() error {
 		return fmt.Errorf("creating the profile: %w", err)
 	}
 	_, err := b.waitProfile(3*time.Minute, "stable on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == planner.PhaseHealthy && p.Status.StableRevision != "" &&
+		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.StableRevision != "" &&
 			p.Status.Vehicles.Verified == p.Status.Vehicles.Total && p.Status.Vehicles.Total == int32(b.c.vehicles)
 	})
 	return err
@@ -530,17 +529,17 @@ func combine(a, b decision) decision {
 	var d decision
 	found := false
 	for _, x := range []decision{a, b} {
-		if x.phase != "Failed" && x.phase != "Inconclusive" {
+		if x.phase != v1alpha1.AnalysisFailed && x.phase != v1alpha1.AnalysisInconclusive {
 			continue
 		}
-		if !found || x.after < d.after || (x.after == d.after && x.phase == "Failed") {
+		if !found || x.after < d.after || (x.after == d.after && x.phase == v1alpha1.AnalysisFailed) {
 			d, found = x, true
 		}
 	}
 	if found {
 		return d
 	}
-	if a.phase == "Successful" && b.phase == "Successful" {
+	if a.phase == v1alpha1.AnalysisSuccessful && b.phase == v1alpha1.AnalysisSuccessful {
 		d := a
 		if b.after > a.after {
 			d = b

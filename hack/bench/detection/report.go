@@ -67,11 +67,11 @@ func (r *report) cells() map[string]map[string]*cell {
 			d := t.by[m.name]
 			c.n++
 			switch d.phase {
-			case "Failed":
+			case v1alpha1.AnalysisFailed:
 				c.fail++
-			case "Successful":
+			case v1alpha1.AnalysisSuccessful:
 				c.pass++
-			case "Inconclusive":
+			case v1alpha1.AnalysisInconclusive:
 				c.inconclusive++
 			default:
 				c.undecided++
@@ -254,9 +254,9 @@ func (r *report) plot(path string) error {
 				k++
 				y := d.after.Seconds()
 				switch d.phase {
-				case "Failed":
+				case v1alpha1.AnalysisFailed:
 					fail = append(fail, plotter.XY{X: x, Y: y})
-				case "Successful":
+				case v1alpha1.AnalysisSuccessful:
 					pass = append(pass, plotter.XY{X: x, Y: y})
 				default:
 					none = append(none, plotter.XY{X: x, Y: math.Max(y, r.c.maxTrial.Seconds())})
