@@ -1049,3 +1049,31 @@ func TestBootDoesNotNeedPeers(t *testing.T) {
 	}
 	mustContain(t, "route after boot", routeShow(t, p.A, dst), "cwnd lock 30", "rto_min lock 10ms", "initcwnd 25")
 }
+
+// TestProbeToleratesALostSYN: a busy switch port drops the probe's first
+// SYN; the kernel retransmits it after 1 s and the peer is reachable. With
+// the default connect timeout the probe passes (a 1 s timeout, the old
+// default, called the peer unreachable and reverted a good change).
+func TestProbeToleratesALostSYN(t *testing.T) {
+	p := newPair(t)
+	l := listenIn(t, p.B, p.addrB)
+	spec := v1alpha1.NodeNetTuningSpec{Peers: []v1alpha1.Peer{{Host: "b", Address: p.addrB, ProbePort: l.port()}}}
+	// B drops the first SYN to the port, then lets the rest through.
+	drop := []string{"INPUT", "-p", "tcp", "--syn", "--dport", fmt.Sprint(l.port()), "-m", "statistic", "--mode", "nth", "--every", "1000", "--packet", "0", "-j", "DROP"}
+	dropFirst := func() {
+		nettest.IP(t, "netns", "exec", p.B.name, "iptables", "-F", "INPUT")
+		nettest.IP(t, append([]string{"netns", "exec", p.B.name, "iptables", "-A"}, drop...)...)
+	}
+	dropFirst()
+	began := time.Now()
+	if err := (LocalProber{Window: time.Millisecond}).Probe(context.Background(), p.A.h, spec); err != nil {
+		t.Fatalf("default prober, first SYN lost: %v", err)
+	}
+	if took := time.Since(began); took < 900*time.Millisecond {
+		t.Errorf("probe took %s: the first SYN was not dropped, the test proves nothing", took)
+	}
+	dropFirst()
+	if err := (LocalProber{Window: time.Millisecond, ConnectTimeout: time.Second}).Probe(context.Background(), p.A.h, spec); err == nil {
+		t.Errorf("a 1 s connect timeout passed with the first SYN lost; want it to fail (the case the default guards against)")
+	}
+}

@@ -25,7 +25,10 @@ type Prober interface {
 //   - a TCP connect to every peer with a probe port succeeds;
 //   - RTO timeouts on the host did not surge while the probe ran.
 type LocalProber struct {
-	// ConnectTimeout bounds each peer connect. Default 1s.
+	// ConnectTimeout bounds each peer connect. Default 3s: the kernel
+	// retransmits a lost SYN (or the peer its SYN-ACK) after 1 s, so one
+	// segment dropped by a busy switch port must not read as a dead peer
+	// and revert a good change.
 	ConnectTimeout time.Duration
 	// Window is how long TCP counters are watched. Default 500ms; 0 keeps the default.
 	Window time.Duration
@@ -33,9 +36,12 @@ type LocalProber struct {
 	MaxTimeouts uint64
 }
 
+// DefaultConnectTimeout is LocalProber's default ConnectTimeout.
+const DefaultConnectTimeout = 3 * time.Second
+
 func (p LocalProber) defaults() LocalProber {
 	if p.ConnectTimeout == 0 {
-		p.ConnectTimeout = time.Second
+		p.ConnectTimeout = DefaultConnectTimeout
 	}
 	if p.Window == 0 {
 		p.Window = 500 * time.Millisecond
