@@ -65,6 +65,12 @@ type JudgeConfig struct {
 	// MinIntervals is the fewest per-interval values each cohort needs for
 	// the rank test to run, >= 0; 0 means 5.
 	MinIntervals int
+	// RequireRank makes a rank test that could not run yet (fewer than
+	// MinIntervals values) hold a candidate Fail as Inconclusive instead of
+	// letting the exceedance test fail the pair alone: set when the
+	// analysis has an intervalQuery, so that a first measurement over a few
+	// seconds, where one stalled host can dominate, never rolls back alone.
+	RequireRank bool
 }
 
 // PairResult is the verdict on one host pair.
@@ -138,9 +144,11 @@ type JudgeResult struct {
 //  6. The rank test, a second opinion that only confirms a rollback: when
 //     both interval lists have at least MinIntervals values (NaN values
 //     ignored), RankP = MannWhitneyGreater(canary intervals, baseline
-//     intervals). A candidate Fail is a Fail when the rank test did not run
-//     or RankP <= 1-c'; when it ran and RankP > 1-c' the pair is
-//     Inconclusive ("exceedance says worse, rank test does not confirm").
+//     intervals). A candidate Fail is a Fail when RankP <= 1-c', or when the
+//     rank test did not run and RequireRank is false; when it ran and
+//     RankP > 1-c' the pair is Inconclusive ("exceedance says worse, rank
+//     test does not confirm"), and when it could not run yet and
+//     RequireRank is set, too ("rank test waiting for N intervals").
 //     The rank test never blocks nor causes a Pass.
 //  7. Overall, any Fail makes the verdict Fail, decided by the failing pair
 //     with the largest Effect; else any Inconclusive makes it Inconclusive,
@@ -285,6 +293,12 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 	conf := judgeConfPct(pc)
 	switch {
 	case r.PWorse >= pc:
+		if !rankRan && cfg.RequireRank {
+			r.Verdict = VerdictInconclusive
+			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test waiting for %d intervals per cohort (canary %d, baseline %d)",
+				r.Effect, r.PWorse, conf, minIntervals, len(ci), len(bi))
+			break
+		}
 		if rankRan && r.RankP > alpha {
 			r.Verdict = VerdictInconclusive
 			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test does not confirm: p=%.2g",

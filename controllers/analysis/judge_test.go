@@ -493,6 +493,16 @@ func TestJudgeBad(t *testing.T) {
 	if res := Judge(cfg, []PairData{bad2}); res.Verdict != VerdictFail || !math.IsNaN(res.Pairs[0].RankP) {
 		t.Errorf("with 3 intervals: %s, RankP %v (%s)", res.Verdict, res.Pairs[0].RankP, res.Message)
 	}
+	// With RequireRank (the analysis has an intervalQuery), a rank test that
+	// cannot run yet holds the Fail: Inconclusive, saying why.
+	req := cfg
+	req.RequireRank = true
+	if res := Judge(req, []PairData{bad2}); res.Verdict != VerdictInconclusive || !strings.Contains(res.Pairs[0].Reason, "rank test waiting for 5 intervals per cohort (canary 3, baseline 5)") {
+		t.Errorf("RequireRank with 3 intervals: %s (%s), want Inconclusive waiting for the rank test", res.Verdict, res.Pairs[0].Reason)
+	}
+	if res := Judge(req, []PairData{bad}); res.Verdict != VerdictFail {
+		t.Errorf("RequireRank with enough intervals: %s (%s), want Fail", res.Verdict, res.Message)
+	}
 
 	// Two failing pairs: the larger effect decides.
 	worse := bad

@@ -31,7 +31,8 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 	if j == nil {
 		return JudgeConfig{}, errors.New("not a judge analysis")
 	}
-	cfg := JudgeConfig{MinSamples: minSamples(spec), MinIntervals: DefaultJudgeMinIntervals}
+	cfg := JudgeConfig{MinSamples: minSamples(spec), MinIntervals: DefaultJudgeMinIntervals,
+		RequireRank: j.IntervalQuery != nil && strings.TrimSpace(*j.IntervalQuery) != ""}
 	var err error
 	if cfg.Quantile, err = parseDecimal("judge.quantile", j.Quantile, DefaultJudgeQuantile); err != nil {
 		return cfg, err
