@@ -450,6 +450,20 @@ func withGuard(dryRun bool) *v1alpha1.RolloutSpec {
 	return r
 }
 
+// guardSim is a sim of withGuard(dryRun) rolling r1 out to r2, whose
+// latency analysis and guard answer latency and guard.
+func guardSim(t *testing.T, dryRun bool, latency, guard string) *sim {
+	s := newSim(t, withGuard(dryRun), 6, 2, "r1")
+	s.revision = "r2"
+	s.verdict = func(m *planner.Measure) string {
+		if m.Analysis == "tcp-guard" {
+			return guard
+		}
+		return latency
+	}
+	return s
+}
+
 func TestAnalysisStepWith(t *testing.T) {
 	t.Run("both measured on the same cohorts, and both must pass", func(t *testing.T) {
 		s := newSim(t, withGuard(false), 6, 2, "r1")
@@ -468,14 +482,7 @@ func TestAnalysisStepWith(t *testing.T) {
 		}
 	})
 	t.Run("the guard failing rolls back while the judge still runs", func(t *testing.T) {
-		s := newSim(t, withGuard(false), 6, 2, "r1")
-		s.revision = "r2"
-		s.verdict = func(m *planner.Measure) string {
-			if m.Analysis == "tcp-guard" {
-				return v1alpha1.AnalysisFailed
-			}
-			return v1alpha1.AnalysisRunning
-		}
+		s := guardSim(t, false, v1alpha1.AnalysisRunning, v1alpha1.AnalysisFailed)
 		out := runUntil(s, 10, phaseIs(v1alpha1.PhaseRolledBack))
 		if out.Status.Phase != v1alpha1.PhaseRolledBack || count(out, "r2") != 0 {
 			t.Fatalf("phase %s, %d vehicles on r2; want rolled back", out.Status.Phase, count(out, "r2"))
@@ -486,14 +493,7 @@ func TestAnalysisStepWith(t *testing.T) {
 		}
 	})
 	t.Run("a passing judge waits for the guard", func(t *testing.T) {
-		s := newSim(t, withGuard(false), 6, 2, "r1")
-		s.revision = "r2"
-		s.verdict = func(m *planner.Measure) string {
-			if m.Analysis == "tcp-guard" {
-				return v1alpha1.AnalysisRunning
-			}
-			return v1alpha1.AnalysisSuccessful
-		}
+		s := guardSim(t, false, v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisRunning)
 		out := runUntil(s, 10, phaseIs("never"))
 		if out.Status.Phase != v1alpha1.PhaseProgressing || *out.Status.CurrentStep != 0 {
 			t.Fatalf("phase %s step %d; want still progressing at step 0", out.Status.Phase, *out.Status.CurrentStep)
@@ -503,14 +503,7 @@ func TestAnalysisStepWith(t *testing.T) {
 		}
 	})
 	t.Run("a dry-run guard's failure is reported once and not acted on", func(t *testing.T) {
-		s := newSim(t, withGuard(true), 6, 2, "r1")
-		s.revision = "r2"
-		s.verdict = func(m *planner.Measure) string {
-			if m.Analysis == "tcp-guard" {
-				return v1alpha1.AnalysisFailed
-			}
-			return v1alpha1.AnalysisSuccessful
-		}
+		s := guardSim(t, true, v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisFailed)
 		events := 0
 		var out planner.Output
 		for range 30 {
