@@ -572,14 +572,3 @@ func interfaceSatisfies(observed, desired v1alpha1.InterfaceTuning) bool {
 	}
 	return eq(desired.GRO, observed.GRO) && eq(desired.GSO, observed.GSO) && eq(desired.TSO, observed.TSO)
 }
-
-// RouteDestinations are the parsed destinations of spec's routes.
-func RouteDestinations(spec v1alpha1.NodeNetTuningSpec) []*net.IPNet {
-	out := make([]*net.IPNet, 0, len(spec.Routes))
-	for _, r := range spec.Routes {
-		if d, err := kernel.ParseDestination(r.Destination); err == nil {
-			out = append(out, d)
-		}
-	}
-	return out
-}
