@@ -9,6 +9,7 @@ import "time"
 const (
 	DefaultUnreachableAfter   = 2 * time.Minute
 	DefaultUnreachableTimeout = 10 * time.Minute
+	DefaultAnalysisInterval   = time.Minute
 )
 
 // GetUnreachableAfter is unreachableAfter or its default (r may be nil).
@@ -25,4 +26,13 @@ func (r *RolloutSpec) GetUnreachableTimeout() time.Duration {
 		return r.UnreachableTimeout.Duration
 	}
 	return DefaultUnreachableTimeout
+}
+
+// GetInterval is the analysis' interval, or its default when unset or not
+// positive.
+func (a *AnalysisSpec) GetInterval() time.Duration {
+	if a.Interval != nil && a.Interval.Duration > 0 {
+		return a.Interval.Duration
+	}
+	return DefaultAnalysisInterval
 }

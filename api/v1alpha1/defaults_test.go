@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,11 +22,16 @@ func TestDefaultsMatchTheCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	rollout := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["rollout"].Properties
+	analysis := rollout["analyses"].Items.Schema.Properties
 	for field, want := range map[string]time.Duration{
-		"unreachableAfter":   DefaultUnreachableAfter,
-		"unreachableTimeout": DefaultUnreachableTimeout,
+		"unreachableAfter":    DefaultUnreachableAfter,
+		"unreachableTimeout":  DefaultUnreachableTimeout,
+		"analyses[].interval": DefaultAnalysisInterval,
 	} {
 		def := rollout[field].Default
+		if f, ok := strings.CutPrefix(field, "analyses[]."); ok {
+			def = analysis[f].Default
+		}
 		if def == nil {
 			t.Errorf("CRD field rollout.%s has no default", field)
 			continue
@@ -42,5 +48,8 @@ func TestDefaultsMatchTheCRD(t *testing.T) {
 	var nilRollout *RolloutSpec
 	if nilRollout.GetUnreachableAfter() != DefaultUnreachableAfter || nilRollout.GetUnreachableTimeout() != DefaultUnreachableTimeout {
 		t.Error("a nil rollout does not give the defaults")
+	}
+	if got := (&AnalysisSpec{}).GetInterval(); got != DefaultAnalysisInterval {
+		t.Errorf("an analysis without interval: %s, want %s", got, DefaultAnalysisInterval)
 	}
 }

@@ -29,6 +29,16 @@ const (
 	AnalysisInconclusive = "Inconclusive"
 )
 
+// AnalysisTerminal reports whether an analysis result's phase is final:
+// Successful, Failed or Inconclusive.
+func AnalysisTerminal(phase string) bool {
+	switch phase {
+	case AnalysisSuccessful, AnalysisFailed, AnalysisInconclusive:
+		return true
+	}
+	return false
+}
+
 // Event reasons the controller records on a profile that other parts read
 // back (the Loki event line, metrics, dashboards).
 const (

@@ -13,15 +13,6 @@ import (
 // maxMessage is the MaxLength of AnalysisResult.Message.
 const maxMessage = 1024
 
-// Terminal reports whether an AnalysisResult phase is final.
-func Terminal(phase string) bool {
-	switch phase {
-	case v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisFailed, v1alpha1.AnalysisInconclusive:
-		return true
-	}
-	return false
-}
-
 // Accumulate folds one measurement into the running result of an analysis
 // step (pure).
 //
@@ -45,7 +36,7 @@ func Terminal(phase string) bool {
 //
 // A terminal result (Successful, Failed, Inconclusive) is returned unchanged.
 func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.AnalysisSpec) v1alpha1.AnalysisResult {
-	if Terminal(prev.Phase) {
+	if v1alpha1.AnalysisTerminal(prev.Phase) {
 		return prev
 	}
 	r := prev
@@ -155,7 +146,7 @@ func StartedAt(r v1alpha1.AnalysisResult, now time.Time) time.Time {
 // lastMeasured is stored with second precision in the API, so a measurement
 // may come up to a second early after a round trip, never late.
 func Due(prev v1alpha1.AnalysisResult, spec *v1alpha1.AnalysisSpec, now time.Time) (bool, time.Time) {
-	if Terminal(prev.Phase) {
+	if v1alpha1.AnalysisTerminal(prev.Phase) {
 		return false, time.Time{}
 	}
 	interval := Interval(spec)

@@ -273,7 +273,7 @@ func TestDueAccumulateLoop(t *testing.T) {
 	var res v1alpha1.AnalysisResult
 	now := t0
 	var measuredAt []time.Duration
-	for i := 0; i < 20 && !Terminal(res.Phase); i++ {
+	for i := 0; i < 20 && !v1alpha1.AnalysisTerminal(res.Phase); i++ {
 		due, next := Due(res, spec, now)
 		if due {
 			m := ok(18, 17)

@@ -18,7 +18,7 @@
 //		m := analysis.Measure(ctx, q, profile, spec, canary, baseline, now)
 //		res = analysis.Accumulate(res, m, spec)
 //	}
-//	if !analysis.Terminal(res.Phase) {
+//	if !v1alpha1.AnalysisTerminal(res.Phase) {
 //		return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
 //	}
 package analysis

@@ -51,7 +51,7 @@ type Measurement struct {
 // Defaults applied when an AnalysisSpec field is nil (the same as the CRD's
 // +kubebuilder:default values).
 const (
-	DefaultInterval              = time.Minute
+	DefaultInterval              = v1alpha1.DefaultAnalysisInterval
 	DefaultWindow                = 5 * time.Minute
 	DefaultMeasurements          = int32(3)
 	DefaultMinSamples            = int64(100)
@@ -60,13 +60,8 @@ const (
 	DefaultInconclusiveLimit     = int32(3)
 )
 
-// Interval returns spec.interval or DefaultInterval.
-func Interval(spec *v1alpha1.AnalysisSpec) time.Duration {
-	if spec.Interval != nil && spec.Interval.Duration > 0 {
-		return spec.Interval.Duration
-	}
-	return DefaultInterval
-}
+// Interval returns spec.interval or its default (spec.GetInterval).
+func Interval(spec *v1alpha1.AnalysisSpec) time.Duration { return spec.GetInterval() }
 
 // Window returns spec.window or DefaultWindow.
 func Window(spec *v1alpha1.AnalysisSpec) time.Duration {

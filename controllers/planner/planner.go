@@ -560,17 +560,13 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	sort.Strings(baseline)
 	pending := false
 	for k, name := range names {
-		switch phase(k) {
-		case v1alpha1.AnalysisSuccessful, v1alpha1.AnalysisFailed, v1alpha1.AnalysisInconclusive:
+		if v1alpha1.AnalysisTerminal(phase(k)) {
 			continue // decided (a failed or inconclusive one is a dry run)
 		}
 		pending = true
 		p.out.Measures = append(p.out.Measures, &Measure{Analysis: name, Step: i,
 			Canary: canary, CanaryRevision: st.CurrentRevision, Baseline: baseline, BaselineRevision: st.StableRevision})
-		interval := time.Minute
-		if specs[k].Interval != nil {
-			interval = specs[k].Interval.Duration
-		}
+		interval := specs[k].GetInterval()
 		next := interval
 		if r := results[k]; r != nil && r.LastMeasured != nil {
 			next = r.LastMeasured.Add(interval).Sub(p.in.Now)

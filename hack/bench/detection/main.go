@@ -473,7 +473,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		done := true
 		for _, m := range b.methods {
 			r := results[m.name]
-			if analysis.Terminal(r.Phase) {
+			if v1alpha1.AnalysisTerminal(r.Phase) {
 				continue
 			}
 			since := analysis.StartedAt(r, now)
@@ -488,7 +488,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			if meas.Judge != nil && d.enoughAt == 0 && enough(meas.Judge) {
 				d.enoughAt = now.Sub(verifiedAt)
 			}
-			if analysis.Terminal(r.Phase) {
+			if v1alpha1.AnalysisTerminal(r.Phase) {
 				d.phase, d.after, d.msg = r.Phase, now.Sub(verifiedAt), r.Message
 			} else {
 				done = false
@@ -499,7 +499,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		// The trial ends when the step (judge+guard, as the planner combines
 		// them) and the threshold analysis decided: a rollout acts then, and
 		// the other of judge and guard may be left undecided.
-		if step := combine(t.by["judge"], t.by["guard"]); step.phase != "" && analysis.Terminal(results["threshold"].Phase) {
+		if step := combine(t.by["judge"], t.by["guard"]); step.phase != "" && v1alpha1.AnalysisTerminal(results["threshold"].Phase) {
 			done = true
 		}
 		if done || now.Sub(verifiedAt) >= b.c.maxTrial {
