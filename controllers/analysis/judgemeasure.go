@@ -32,7 +32,7 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 		return JudgeConfig{}, errors.New("not a judge analysis")
 	}
 	cfg := JudgeConfig{MinSamples: minSamples(spec), MinIntervals: DefaultJudgeMinIntervals,
-		RequireRank: j.IntervalQuery != nil && strings.TrimSpace(*j.IntervalQuery) != ""}
+		RequireRank: hasIntervalQuery(j)}
 	var err error
 	if cfg.Quantile, err = parseDecimal("judge.quantile", j.Quantile, DefaultJudgeQuantile); err != nil {
 		return cfg, err
@@ -67,6 +67,11 @@ func JudgeConfigFor(spec *v1alpha1.AnalysisSpec) (JudgeConfig, error) {
 			threshold, strings.Join(bounds, ", "))
 	}
 	return cfg, nil
+}
+
+// hasIntervalQuery reports whether the judge has a rank test to run.
+func hasIntervalQuery(j *v1alpha1.JudgeSpec) bool {
+	return j.IntervalQuery != nil && strings.TrimSpace(*j.IntervalQuery) != ""
 }
 
 // judgeThreshold is judge.threshold, 0 when unset.
@@ -153,7 +158,7 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		return out, nil
 	}
 	intervals := func(cohort string, c Cohort) (map[string][]float64, error) {
-		if j.IntervalQuery == nil || strings.TrimSpace(*j.IntervalQuery) == "" {
+		if !hasIntervalQuery(j) {
 			return nil, nil
 		}
 		query, err := render(cohort, "intervalQuery", *j.IntervalQuery, c)
