@@ -24,9 +24,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +135,23 @@ func Busy() (load float64, busy bool) {
 		return 0, false
 	}
 	return load, load > float64(runtime.NumCPU())
+}
+
+// DialTCP connects to host:port from inside a network namespace, entered by
+// in (a kernel.Handle's Do), with a 5 s timeout; the connection is closed in
+// cleanup. what names the namespace in the failure.
+func DialTCP(t testing.TB, in func(func() error) error, what, host string, port int) *net.TCPConn {
+	t.Helper()
+	var c net.Conn
+	err := in(func() error {
+		var err error
+		d := net.Dialer{Timeout: 5 * time.Second}
+		c, err = d.Dial("tcp4", net.JoinHostPort(host, strconv.Itoa(port)))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("dial from %s: %v", what, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
 }

@@ -14,7 +14,6 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/nettest"
-	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
 )
 
@@ -311,18 +310,7 @@ func TestTCPCountersSurviveClosedSockets(t *testing.T) {
 // cleanup.
 func dialFrom(t *testing.T, ns *testNS, addr string, port int32) *net.TCPConn {
 	t.Helper()
-	var c net.Conn
-	err := kernel.DoInNetns(ns.h.Namespace(), func() error {
-		var err error
-		d := net.Dialer{Timeout: 5 * time.Second}
-		c, err = d.Dial("tcp4", net.JoinHostPort(addr, fmt.Sprint(port)))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("dial from %s: %v", ns.name, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.(*net.TCPConn)
+	return nettest.DialTCP(t, ns.h.Do, ns.name, addr, int(port))
 }
 
 // sendAcked writes n bytes to c and waits until the peer acknowledged all.

@@ -222,18 +222,7 @@ func (s *server) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // dial connects from namespace ns to addr:port.
 func dial(t *testing.T, ns *testNS, addr net.IP, port int) *net.TCPConn {
 	t.Helper()
-	var c net.Conn
-	err := ns.h.Do(func() error {
-		var err error
-		d := net.Dialer{Timeout: 5 * time.Second}
-		c, err = d.Dial("tcp4", net.JoinHostPort(addr.String(), fmt.Sprint(port)))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("dial from %s: %v", ns.name, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.(*net.TCPConn)
+	return nettest.DialTCP(t, ns.h.Do, ns.name, addr.String(), port)
 }
 
 // send writes n bytes to c.
