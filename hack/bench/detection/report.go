@@ -54,6 +54,21 @@ type cell struct {
 
 func (r *report) cells() map[string]map[string]*cell {
 	out := map[string]map[string]*cell{}
+	// Two intervals of each method's own measuring clock; the step's is its
+	// slowest analysis'.
+	twice := map[string]time.Duration{}
+	var slowest time.Duration
+	for _, m := range r.methods {
+		if m.spec != nil {
+			twice[m.name] = 2 * m.spec.GetInterval()
+			slowest = max(slowest, twice[m.name])
+		}
+	}
+	for _, m := range r.methods {
+		if m.spec == nil {
+			twice[m.name] = slowest
+		}
+	}
 	for _, t := range r.trials {
 		if out[t.arm] == nil {
 			out[t.arm] = map[string]*cell{}
@@ -81,7 +96,7 @@ func (r *report) cells() map[string]map[string]*cell {
 			}
 			if d.enoughAt > 0 && d.phase != "" {
 				c.withEnough++
-				if d.after-d.enoughAt <= 20*time.Second {
+				if d.after-d.enoughAt <= twice[m.name] {
 					c.withinTwo++
 				}
 			}
