@@ -34,6 +34,7 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 .PHONY: test
 test: deps tools ansible verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, Ansible, then end to end.
 	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v /test/e2e) -count=1 -timeout 30m
+	cd hack/bench && $(GO) test ./... -count=1
 	$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-e2e
@@ -79,24 +80,25 @@ verify: ## Regenerate everything and fail if the tree differs (generated files e
 
 .PHONY: bench-agent
 bench-agent: tools build ## Benchmark the node agent (apply+verify 1/10/100 routes, RSS, idle CPU) into docs/bench-agent.md (root).
-	$(GO) run ./hack/bench/agent
+	cd hack/bench && $(GO) run ./agent
 
 .PHONY: bench-latency
 bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs profiles v2 and v1, applied by the agent, into docs/benchmarks.md (root, ~10 min).
 	$(GO) build -o $(BIN)/ ./cmd/nettune-agent
-	$(GO) run ./hack/bench/latency $(BENCH_LATENCY_ARGS)
+	cd hack/bench && $(GO) run ./latency $(BENCH_LATENCY_ARGS)
 
 .PHONY: bench-detection
 bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
-	$(GO) run ./hack/bench/detection $(BENCH_DETECTION_ARGS)
+	cd hack/bench && $(GO) run ./detection $(BENCH_DETECTION_ARGS)
 
 .PHONY: soak
 soak: tools ## The whole e2e suite and the demo N=5 times each under a 50 % CPU burner, one line per run (root, about 30 minutes).
 	hack/soak.sh
 
 .PHONY: vet
-vet: ## go vet.
+vet: ## go vet, the product and the benchmarks' module (hack/bench).
 	$(GO) vet ./...
+	cd hack/bench && $(GO) vet ./...
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

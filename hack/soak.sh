@@ -10,7 +10,7 @@ N=${N:-5}
 out=${OUT:-/tmp/nettune-soak}
 mkdir -p "$out"
 make --no-print-directory build >/dev/null
-go build -o "$out/burner" ./hack/bench/detection
+(cd hack/bench && go build -o "$out/burner" ./detection)
 go test -c -o "$out/e2e.test" ./test/e2e/
 "$out/burner" -burn 0.5 &
 burner=$!

@@ -38,6 +38,10 @@ if ! go mod tidy -diff >/dev/null 2>&1; then
   echo "verify: go.mod/go.sum are not tidy; run 'go mod tidy'" >&2
   status=1
 fi
+if ! (cd hack/bench && go mod tidy -diff >/dev/null 2>&1); then
+  echo "verify: hack/bench/go.mod/go.sum are not tidy; run 'cd hack/bench && go mod tidy'" >&2
+  status=1
+fi
 
 [ $status -eq 0 ] && echo "verify: generated files, formatting and go.mod are up to date"
 exit $status

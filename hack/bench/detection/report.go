@@ -169,7 +169,7 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Detection benchmark: the judge and the TCP guard against the threshold analysis\n\n")
-	fmt.Fprintf(&b, "Produced by `make bench-detection` (`go run ./hack/bench/detection %s`, root) on %s: %d CPUs, %s. ",
+	fmt.Fprintf(&b, "Produced by `make bench-detection` (`cd hack/bench && go run ./detection %s`, root) on %s: %d CPUs, %s. ",
 		strings.Join(os.Args[1:], " "), r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version())
 	if len(r.trials) < r.planned {
 		fmt.Fprintf(&b, "**%d of the %d planned trials** completed in %s (the run was stopped or is still going; the report is rewritten after every trial).\n\n", len(r.trials), r.planned, r.took.Round(time.Second))

@@ -259,7 +259,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&s, "# Benchmarks\n\n")
 	fmt.Fprintf(&s, "The node agent's own cost (apply time, RSS, idle CPU) is in [bench-agent.md](bench-agent.md). This page is the latency benchmark that proves the tuning: `make bench-latency`.\n\n")
 	fmt.Fprintf(&s, "## Topic latency under loss: kernel defaults vs the shipped profile (v2) vs the earlier one (v1)\n\n")
-	fmt.Fprintf(&s, "Produced by `make bench-latency` (`go run ./hack/bench/latency`, root) on %s: %d CPUs, kernel %s, %s. The whole run took **%s**.\n\n",
+	fmt.Fprintf(&s, "Produced by `make bench-latency` (`cd hack/bench && go run ./latency`, root) on %s: %d CPUs, kernel %s, %s. The whole run took **%s**.\n\n",
 		r.started.Format("2006-01-02 15:04 MST"), runtime.NumCPU(), kernel, runtime.Version(), r.elapsed.Round(time.Second))
 
 	fmt.Fprintf(&s, "### Result\n\n")
@@ -326,8 +326,8 @@ func (r *report) markdown() string {
 	s.WriteString("\n")
 
 	fmt.Fprintf(&s, "### Reproduce\n\n")
-	fmt.Fprintf(&s, "```\nsudo make bench-latency\n# = go run ./hack/bench/latency %s\n```\n\n", strings.Join(flagsUsed(c), " "))
-	fmt.Fprintf(&s, "`make bench-latency` first rebuilds `bin/nettune-agent` from the tree (the program builds it itself when it is missing). It needs root (namespaces) and iproute2, took %s here, and removes everything it made (the testbed's namespaces, the agent's state directories and spec files) at the end, on errors and on Ctrl-C. `go run ./hack/bench/latency -h` lists the knobs (rounds, warm-up, window, topic size and rate, burst hosts, size and period, UDP burst size and period; `BENCH_LATENCY_ARGS=... make bench-latency` passes them).\n\n", r.elapsed.Round(time.Second))
+	fmt.Fprintf(&s, "```\nsudo make bench-latency\n# = cd hack/bench && go run ./latency %s\n```\n\n", strings.Join(flagsUsed(c), " "))
+	fmt.Fprintf(&s, "`make bench-latency` first rebuilds `bin/nettune-agent` from the tree (the program builds it itself when it is missing). It needs root (namespaces) and iproute2, took %s here, and removes everything it made (the testbed's namespaces, the agent's state directories and spec files) at the end, on errors and on Ctrl-C. `cd hack/bench && go run ./latency -h` lists the knobs (rounds, warm-up, window, topic size and rate, burst hosts, size and period, UDP burst size and period; `BENCH_LATENCY_ARGS=... make bench-latency` passes them).\n\n", r.elapsed.Round(time.Second))
 
 	fmt.Fprintf(&s, "### Caveats\n\n")
 	fmt.Fprintf(&s, "%s", r.caveats())
