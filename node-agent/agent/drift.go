@@ -7,8 +7,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-
-	"github.com/nettune/nettune/node-agent/kernel"
 )
 
 // Repair re-tunes every item of the committed spec that no longer reads back
@@ -33,7 +31,7 @@ func (e *Engine) Repair(ctx context.Context) (int, error) {
 		}
 		switch it.Kind {
 		case "Route":
-			rs, err := kernel.RouteSpecFromNodeRoute(spec.Routes[routes[it.Name]])
+			rs, err := routeSpec(spec.Routes[routes[it.Name]])
 			if err != nil {
 				return repaired, err
 			}
@@ -51,7 +49,7 @@ func (e *Engine) Repair(ctx context.Context) (int, error) {
 		case "Interface":
 			for _, i := range spec.Interfaces {
 				if i.Name == it.Name {
-					if _, _, err := e.Host.ApplyInterface(i); err != nil {
+					if _, _, err := e.Host.ApplyInterface(linkSettings(i)); err != nil {
 						return repaired, fmt.Errorf("repairing interface %s: %w", i.Name, err)
 					}
 				}

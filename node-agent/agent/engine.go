@@ -116,7 +116,7 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 	routes := make([]kernel.RouteSpec, 0, len(target.Routes))
 	devices := map[string]error{} // each device checked once
 	for _, r := range target.Routes {
-		rs, err := kernel.RouteSpecFromNodeRoute(r)
+		rs, err := routeSpec(r)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -354,7 +354,7 @@ func (e *Engine) snapshot(p plan) (Snapshot, error) {
 		if err != nil {
 			return s, err
 		}
-		s.Interfaces = append(s.Interfaces, st.Tuning())
+		s.Interfaces = append(s.Interfaces, interfaceTuning(st))
 	}
 	return s, nil
 }
@@ -393,7 +393,7 @@ func (e *Engine) write(ctx context.Context, p plan) error {
 		}
 	}
 	for _, i := range p.interfaces {
-		if _, _, err := e.Host.ApplyInterface(i); err != nil {
+		if _, _, err := e.Host.ApplyInterface(linkSettings(i)); err != nil {
 			return err
 		}
 	}
@@ -405,7 +405,7 @@ func (e *Engine) write(ctx context.Context, p plan) error {
 func (e *Engine) restore(s Snapshot) error {
 	var errs []error
 	for _, i := range slices.Backward(s.Interfaces) {
-		if _, _, err := e.Host.ApplyInterface(i); err != nil {
+		if _, _, err := e.Host.ApplyInterface(linkSettings(i)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -471,7 +471,7 @@ func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult 
 	table, tableErr := e.Host.ReadRouteTable()
 	for _, r := range spec.Routes {
 		it := v1alpha1.ItemResult{Kind: "Route", Name: r.Destination}
-		rs, err := kernel.RouteSpecFromNodeRoute(r)
+		rs, err := routeSpec(r)
 		if err != nil {
 			it.State, it.Message = StateFailed, err.Error()
 			items = append(items, it)
@@ -520,8 +520,8 @@ func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult 
 			items = append(items, it)
 			continue
 		}
-		it.Observed = interfaceString(st.Tuning())
-		if interfaceSatisfies(st.Tuning(), i) {
+		it.Observed = interfaceString(interfaceTuning(st))
+		if interfaceSatisfies(interfaceTuning(st), i) {
 			it.State = StateVerified
 		} else {
 			it.State, it.Message = StateMismatch, "interface differs"

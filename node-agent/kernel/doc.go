@@ -29,7 +29,8 @@
 // Kernel behaviour worth knowing (Linux 6.x):
 //
 //   - A route's rto_min is honoured only when its lock bit is set, and cwnd
-//     is a clamp only when locked; [MetricsFromTCPParameters] sets both locks.
+//     is a clamp only when locked; the agent's conversion from the API
+//     (node-agent/agent) sets both locks.
 //   - A metric whose value is 0 is not stored: "quickack 0" reads back as no
 //     quickack at all. [DiffMetrics] treats absent and 0 as equal.
 //   - New connections take cwnd lock, ssthresh and reordering from the

@@ -7,8 +7,6 @@ import (
 
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // ethtool feature names (ethtool -k) of the offloads nettune tunes.
@@ -41,13 +39,19 @@ type InterfaceState struct {
 	Offloads  Offloads
 }
 
-// Tuning returns the API InterfaceTuning that reproduces s's MTU and
-// offloads, so ApplyInterface(before.Tuning()) undoes a change.
-func (s InterfaceState) Tuning() v1alpha1.InterfaceTuning {
-	t := v1alpha1.InterfaceTuning{Name: s.Name, GRO: s.Offloads.GRO, GSO: s.Offloads.GSO, TSO: s.Offloads.TSO}
-	mtu := int32(s.MTU)
-	t.MTU = &mtu
-	return t
+// LinkSettings are what ApplyInterface sets on an interface: its MTU and
+// offloads; nil fields are left alone.
+type LinkSettings struct {
+	Name     string
+	MTU      *int
+	Offloads Offloads
+}
+
+// Settings returns the LinkSettings that reproduce s's MTU and offloads, so
+// ApplyInterface(before.Settings()) undoes a change.
+func (s InterfaceState) Settings() LinkSettings {
+	mtu := s.MTU
+	return LinkSettings{Name: s.Name, MTU: &mtu, Offloads: s.Offloads}
 }
 
 // ReadInterface returns the state of interface name, offloads included.
@@ -221,18 +225,18 @@ func onOff(b *bool) string {
 
 // ApplyInterface sets the MTU and offloads t asks for (unset fields are left
 // alone) and returns the interface state before and after. Undo with
-// ApplyInterface(before.Tuning()).
-func (h *Handle) ApplyInterface(t v1alpha1.InterfaceTuning) (before, after InterfaceState, err error) {
+// ApplyInterface(before.Settings()).
+func (h *Handle) ApplyInterface(t LinkSettings) (before, after InterfaceState, err error) {
 	if before, err = h.ReadInterface(t.Name); err != nil {
 		return before, after, err
 	}
 	if t.MTU != nil {
-		if _, err = h.SetMTU(t.Name, int(*t.MTU)); err != nil {
+		if _, err = h.SetMTU(t.Name, *t.MTU); err != nil {
 			return before, after, err
 		}
 	}
-	if t.GRO != nil || t.GSO != nil || t.TSO != nil {
-		if _, err = h.SetOffloads(t.Name, Offloads{GRO: t.GRO, GSO: t.GSO, TSO: t.TSO}); err != nil {
+	if o := t.Offloads; o.GRO != nil || o.GSO != nil || o.TSO != nil {
+		if _, err = h.SetOffloads(t.Name, o); err != nil {
 			return before, after, err
 		}
 	}

@@ -2,8 +2,6 @@ package kernel
 
 import (
 	"testing"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // TestInterfaceMTUAndOffloads sets MTU, GRO, GSO and TSO on a veth in a
@@ -60,17 +58,17 @@ func TestInterfaceMTUAndOffloads(t *testing.T) {
 		t.Errorf("peer changed: %+v", peer)
 	}
 
-	// ApplyInterface with the API type, then undo with before.Tuning().
+	// ApplyInterface, then undo with before.Settings().
 	off := false
-	m := int32(1450)
-	_, after, err := h.ApplyInterface(v1alpha1.InterfaceTuning{Name: p.devA, MTU: &m, GRO: &off})
+	m := 1450
+	_, after, err := h.ApplyInterface(LinkSettings{Name: p.devA, MTU: &m, Offloads: Offloads{GRO: &off}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.MTU != 1450 || *after.Offloads.GRO {
 		t.Errorf("after ApplyInterface: %+v", after)
 	}
-	if _, restored, err := h.ApplyInterface(before.Tuning()); err != nil {
+	if _, restored, err := h.ApplyInterface(before.Settings()); err != nil {
 		t.Fatal(err)
 	} else if restored.MTU != before.MTU || *restored.Offloads.GRO != *before.Offloads.GRO ||
 		*restored.Offloads.GSO != *before.Offloads.GSO || *restored.Offloads.TSO != *before.Offloads.TSO {

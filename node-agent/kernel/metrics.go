@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // RouteMetrics is the set of metrics of one route (its RTA_METRICS
@@ -500,62 +498,8 @@ func (m RouteMetrics) String() string {
 	return strings.Join(parts, " ")
 }
 
-// MetricsFromTCPParameters converts API route parameters into the metrics to
-// set: cwnd is locked unless Cwnd.Lock is false, rto_min is always locked
-// (the kernel ignores an unlocked one) and rounded up to whole milliseconds,
-// quickack false becomes quickack 0.
-func MetricsFromTCPParameters(p v1alpha1.TCPParameters) (RouteMetrics, error) {
-	var m RouteMetrics
-	pos := func(name string, v *int32) (*uint32, error) {
-		if v == nil {
-			return nil, nil
-		}
-		if *v <= 0 {
-			return nil, fmt.Errorf("%s %d: must be positive", name, *v)
-		}
-		u := uint32(*v)
-		return &u, nil
-	}
-	var err error
-	if p.Cwnd != nil {
-		if m.Cwnd, err = pos("cwnd", &p.Cwnd.Value); err != nil {
-			return RouteMetrics{}, err
-		}
-		m.SetLocked(unix.RTAX_CWND, p.Cwnd.Lock == nil || *p.Cwnd.Lock)
-	}
-	for _, f := range []struct {
-		name string
-		in   *int32
-		out  **uint32
-	}{
-		{"initcwnd", p.Initcwnd, &m.Initcwnd},
-		{"initrwnd", p.Initrwnd, &m.Initrwnd},
-		{"ssthresh", p.Ssthresh, &m.Ssthresh},
-		{"advmss", p.AdvMSS, &m.AdvMSS},
-		{"mtu", p.MTU, &m.MTU},
-	} {
-		if *f.out, err = pos(f.name, f.in); err != nil {
-			return RouteMetrics{}, err
-		}
-	}
-	if p.RTOMin != nil {
-		d := p.RTOMin.Duration
-		if d <= 0 {
-			return RouteMetrics{}, fmt.Errorf("rtoMin %s: must be positive", d)
-		}
-		d = time.Duration(rtoMillis(d)) * time.Millisecond
-		m.RTOMin = &d
-		m.SetLocked(unix.RTAX_RTO_MIN, true)
-	}
-	if p.Quickack != nil {
-		q := *p.Quickack
-		m.Quickack = &q
-	}
-	if p.CongestionControl != nil {
-		m.CongestionControl = string(*p.CongestionControl)
-	}
-	if err := m.Validate(); err != nil {
-		return RouteMetrics{}, err
-	}
-	return m, nil
+// RoundRTOMin is d as the kernel stores a route's rto_min: rounded up to
+// whole milliseconds (0 for d <= 0).
+func RoundRTOMin(d time.Duration) time.Duration {
+	return time.Duration(rtoMillis(d)) * time.Millisecond
 }

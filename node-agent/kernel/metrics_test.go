@@ -7,87 +7,51 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-// seedParams are the seed values of the project: cwnd 30 (locked by
-// default), initcwnd/initrwnd 25, ssthresh 30, rto_min 10ms, quickack.
-func seedParams() v1alpha1.TCPParameters {
-	return v1alpha1.TCPParameters{
-		Cwnd:     &v1alpha1.Cwnd{Value: 30},
-		Initcwnd: ptr(int32(25)),
-		Initrwnd: ptr(int32(25)),
-		Ssthresh: ptr(int32(30)),
-		RTOMin:   &metav1.Duration{Duration: 10 * time.Millisecond},
+// seedMetrics are the seed values of the project as the agent converts
+// them: cwnd 30 locked, initcwnd/initrwnd 25, ssthresh 30, rto_min 10ms
+// (always locked), quickack.
+func seedMetrics() RouteMetrics {
+	rto := 10 * time.Millisecond
+	m := RouteMetrics{
+		Cwnd:     ptr(uint32(30)),
+		Initcwnd: ptr(uint32(25)),
+		Initrwnd: ptr(uint32(25)),
+		Ssthresh: ptr(uint32(30)),
+		RTOMin:   &rto,
 		Quickack: ptr(true),
 	}
+	m.SetLocked(unix.RTAX_CWND, true)
+	m.SetLocked(unix.RTAX_RTO_MIN, true)
+	return m
 }
 
-func TestMetricsFromTCPParameters(t *testing.T) {
-	m, err := MetricsFromTCPParameters(seedParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := m.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-	if m.Locks != LockBit(unix.RTAX_CWND)|LockBit(unix.RTAX_RTO_MIN) {
-		t.Errorf("lock mask %#x, want cwnd|rto_min", m.Locks)
-	}
-
-	p := seedParams()
-	p.Cwnd.Lock = ptr(false)
-	p.RTOMin.Duration = 1500 * time.Microsecond // rounded up to 2ms
-	p.Quickack = ptr(false)
-	p.CongestionControl = ptr(v1alpha1.CongestionControl("bbr"))
-	p.AdvMSS = ptr(int32(1400))
-	p.MTU = ptr(int32(1450))
-	m, err = MetricsFromTCPParameters(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := m.String(), "cwnd 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 2ms quickack 0 congctl bbr advmss 1400 mtu 1450"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-
-	for _, bad := range []v1alpha1.TCPParameters{
-		{Cwnd: &v1alpha1.Cwnd{Value: 0}},
-		{Initcwnd: ptr(int32(-1))},
-		{RTOMin: &metav1.Duration{Duration: -time.Millisecond}},
-		{CongestionControl: ptr(v1alpha1.CongestionControl("a-very-long-algorithm-name"))},
-	} {
-		if _, err := MetricsFromTCPParameters(bad); err == nil {
-			t.Errorf("MetricsFromTCPParameters(%+v): no error", bad)
-		}
-	}
-
-	if m, err := MetricsFromTCPParameters(v1alpha1.TCPParameters{}); err != nil || !m.IsEmpty() || m.String() != "" {
-		t.Errorf("empty parameters: %v %q", err, m.String())
-	}
-}
-
-func TestRouteSpecFromNodeRoute(t *testing.T) {
-	spec, err := RouteSpecFromNodeRoute(v1alpha1.NodeRoute{
-		Destination: "192.0.2.77/24", Device: "eth0", Source: "192.0.2.1", Parameters: seedParams(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spec.Dst.String() != "192.0.2.0/24" || len(spec.Dst.IP) != 4 || spec.Device != "eth0" || !spec.Source.Equal([]byte{192, 0, 2, 1}) {
-		t.Errorf("spec = %+v", spec)
-	}
-	if _, err := RouteSpecFromNodeRoute(v1alpha1.NodeRoute{Destination: "2001:db8::1/128", Source: "192.0.2.1"}); err == nil {
-		t.Error("mixed families accepted")
-	}
-	if _, err := RouteSpecFromNodeRoute(v1alpha1.NodeRoute{Destination: "nope"}); err == nil {
-		t.Error("bad destination accepted")
+func TestParseDestination(t *testing.T) {
+	if d, err := ParseDestination("192.0.2.77/24"); err != nil || d.String() != "192.0.2.0/24" || len(d.IP) != 4 {
+		t.Errorf("ParseDestination(v4 with host bits) = %v, %v", d, err)
 	}
 	if d, err := ParseDestination("2001:db8::1"); err != nil || d.String() != "2001:db8::1/128" {
 		t.Errorf("ParseDestination(bare v6) = %v, %v", d, err)
+	}
+	if _, err := ParseDestination("nope"); err == nil {
+		t.Error("bad destination accepted")
+	}
+}
+
+func TestRoundRTOMin(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{
+		1500 * time.Microsecond: 2 * time.Millisecond,
+		10 * time.Millisecond:   10 * time.Millisecond,
+		time.Nanosecond:         time.Millisecond,
+		0:                       0,
+		-time.Millisecond:       0,
+	} {
+		if got := RoundRTOMin(in); got != want {
+			t.Errorf("RoundRTOMin(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
 
@@ -95,10 +59,7 @@ func TestRouteSpecFromNodeRoute(t *testing.T) {
 // attribute carrying the whole mask, congctl as a NUL-terminated string, and
 // a lossless decode.
 func TestEncodeMetricsSingleLock(t *testing.T) {
-	m, err := MetricsFromTCPParameters(seedParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := seedMetrics()
 	m.CongestionControl = "reno"
 	m.MTU = ptr(uint32(1400))
 	m.SetLocked(unix.RTAX_MTU, true)
@@ -156,10 +117,7 @@ func TestMergeRemoveDiff(t *testing.T) {
 		Other: map[int]uint32{unix.RTAX_FEATURES: unix.RTAX_FEATURE_ECN},
 	}
 	cur.SetLocked(unix.RTAX_MTU, true)
-	desired, err := MetricsFromTCPParameters(seedParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	desired := seedMetrics()
 
 	if d := DiffMetrics(desired, cur); len(d) != 6 {
 		t.Errorf("diff before merge: %v", d)

@@ -10,8 +10,6 @@ import (
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // ErrRouteNotFound is returned (wrapped) when the main table has no route
@@ -121,27 +119,6 @@ type RouteSpec struct {
 	Source net.IP
 	// Metrics are merged into the route's metrics (MergeMetrics).
 	Metrics RouteMetrics
-}
-
-// RouteSpecFromNodeRoute converts an API NodeRoute.
-func RouteSpecFromNodeRoute(r v1alpha1.NodeRoute) (RouteSpec, error) {
-	dst, err := ParseDestination(r.Destination)
-	if err != nil {
-		return RouteSpec{}, err
-	}
-	spec := RouteSpec{Dst: dst, Device: r.Device}
-	if r.Source != "" {
-		if spec.Source = net.ParseIP(r.Source); spec.Source == nil {
-			return RouteSpec{}, fmt.Errorf("route %s: invalid source %q", r.Destination, r.Source)
-		}
-		if (spec.Source.To4() != nil) != (dst.IP.To4() != nil) {
-			return RouteSpec{}, fmt.Errorf("route %s: source %s is of another address family", r.Destination, r.Source)
-		}
-	}
-	if spec.Metrics, err = MetricsFromTCPParameters(r.Parameters); err != nil {
-		return RouteSpec{}, fmt.Errorf("route %s: %w", r.Destination, err)
-	}
-	return spec, nil
 }
 
 // ParseDestination parses a CIDR (or a bare address, taken as a host route)

@@ -8,19 +8,15 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 func seedSpec(t *testing.T, p *pair) RouteSpec {
 	t.Helper()
-	spec, err := RouteSpecFromNodeRoute(v1alpha1.NodeRoute{
-		Destination: p.hostB().String(), Device: p.devA, Parameters: seedParams(),
-	})
+	dst, err := ParseDestination(p.hostB().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spec
+	return RouteSpec{Dst: dst, Device: p.devA, Metrics: seedMetrics()}
 }
 
 // TestApplyRouteLockMask is the regression test for the lock-mask bug: cwnd
@@ -357,12 +353,11 @@ func TestApplyRouteKeepsGateway(t *testing.T) {
 // test namespace (a route only: no address is configured, nothing is sent).
 func TestApplyRouteIPv6(t *testing.T) {
 	p := newPair(t)
-	spec, err := RouteSpecFromNodeRoute(v1alpha1.NodeRoute{
-		Destination: "fd00:250::2/128", Device: p.devA, Parameters: seedParams(),
-	})
+	dst, err := ParseDestination("fd00:250::2/128")
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := RouteSpec{Dst: dst, Device: p.devA, Metrics: seedMetrics()}
 	ch, err := p.A.h.ApplyRoute(spec)
 	if err != nil {
 		t.Fatal(err)

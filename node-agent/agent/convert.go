@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+
+	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
+)
+
+// The agent translates between the API (what a NodeNetTuning asks for, what
+// the last-known-good snapshot records) and the kernel layer's own types
+// here, and only here: the kernel package knows nothing of the API.
+
+// routeSpec converts an API NodeRoute into the route the kernel layer
+// writes.
+func routeSpec(r v1alpha1.NodeRoute) (kernel.RouteSpec, error) {
+	dst, err := kernel.ParseDestination(r.Destination)
+	if err != nil {
+		return kernel.RouteSpec{}, err
+	}
+	spec := kernel.RouteSpec{Dst: dst, Device: r.Device}
+	if r.Source != "" {
+		if spec.Source = net.ParseIP(r.Source); spec.Source == nil {
+			return kernel.RouteSpec{}, fmt.Errorf("route %s: invalid source %q", r.Destination, r.Source)
+		}
+		if (spec.Source.To4() != nil) != (dst.IP.To4() != nil) {
+			return kernel.RouteSpec{}, fmt.Errorf("route %s: source %s is of another address family", r.Destination, r.Source)
+		}
+	}
+	if spec.Metrics, err = routeMetrics(r.Parameters); err != nil {
+		return kernel.RouteSpec{}, fmt.Errorf("route %s: %w", r.Destination, err)
+	}
+	return spec, nil
+}
+
+// routeMetrics converts API route parameters into the metrics to set: cwnd
+// is locked unless Cwnd.Lock is false, rto_min is always locked (the kernel
+// ignores an unlocked one) and rounded up to whole milliseconds, quickack
+// false becomes quickack 0.
+func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
+	var m kernel.RouteMetrics
+	pos := func(name string, v *int32) (*uint32, error) {
+		if v == nil {
+			return nil, nil
+		}
+		if *v <= 0 {
+			return nil, fmt.Errorf("%s %d: must be positive", name, *v)
+		}
+		u := uint32(*v)
+		return &u, nil
+	}
+	var err error
+	if p.Cwnd != nil {
+		if m.Cwnd, err = pos("cwnd", &p.Cwnd.Value); err != nil {
+			return kernel.RouteMetrics{}, err
+		}
+		m.SetLocked(unix.RTAX_CWND, p.Cwnd.Lock == nil || *p.Cwnd.Lock)
+	}
+	for _, f := range []struct {
+		name string
+		in   *int32
+		out  **uint32
+	}{
+		{"initcwnd", p.Initcwnd, &m.Initcwnd},
+		{"initrwnd", p.Initrwnd, &m.Initrwnd},
+		{"ssthresh", p.Ssthresh, &m.Ssthresh},
+		{"advmss", p.AdvMSS, &m.AdvMSS},
+		{"mtu", p.MTU, &m.MTU},
+	} {
+		if *f.out, err = pos(f.name, f.in); err != nil {
+			return kernel.RouteMetrics{}, err
+		}
+	}
+	if p.RTOMin != nil {
+		if p.RTOMin.Duration <= 0 {
+			return kernel.RouteMetrics{}, fmt.Errorf("rtoMin %s: must be positive", p.RTOMin.Duration)
+		}
+		d := kernel.RoundRTOMin(p.RTOMin.Duration)
+		m.RTOMin = &d
+		m.SetLocked(unix.RTAX_RTO_MIN, true)
+	}
+	if p.Quickack != nil {
+		q := *p.Quickack
+		m.Quickack = &q
+	}
+	if p.CongestionControl != nil {
+		m.CongestionControl = string(*p.CongestionControl)
+	}
+	if err := m.Validate(); err != nil {
+		return kernel.RouteMetrics{}, err
+	}
+	return m, nil
+}
+
+// linkSettings converts an API InterfaceTuning into what the kernel layer
+// sets on the interface.
+func linkSettings(t v1alpha1.InterfaceTuning) kernel.LinkSettings {
+	s := kernel.LinkSettings{Name: t.Name, Offloads: kernel.Offloads{GRO: t.GRO, GSO: t.GSO, TSO: t.TSO}}
+	if t.MTU != nil {
+		mtu := int(*t.MTU)
+		s.MTU = &mtu
+	}
+	return s
+}
+
+// interfaceTuning is the API InterfaceTuning that reproduces s's MTU and
+// offloads (what the last-known-good snapshot records).
+func interfaceTuning(s kernel.InterfaceState) v1alpha1.InterfaceTuning {
+	mtu := int32(s.MTU)
+	return v1alpha1.InterfaceTuning{Name: s.Name, MTU: &mtu, GRO: s.Offloads.GRO, GSO: s.Offloads.GSO, TSO: s.Offloads.TSO}
+}

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
+)
+
+// seedParams are the seed values of the project: cwnd 30 (locked by
+// default), initcwnd/initrwnd 25, ssthresh 30, rto_min 10ms, quickack.
+func seedParams() v1alpha1.TCPParameters {
+	return v1alpha1.TCPParameters{
+		Cwnd:     &v1alpha1.Cwnd{Value: 30},
+		Initcwnd: ptr.To(int32(25)),
+		Initrwnd: ptr.To(int32(25)),
+		Ssthresh: ptr.To(int32(30)),
+		RTOMin:   &metav1.Duration{Duration: 10 * time.Millisecond},
+		Quickack: ptr.To(true),
+	}
+}
+
+func TestRouteMetrics(t *testing.T) {
+	m, err := routeMetrics(seedParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if m.Locks != kernel.LockBit(unix.RTAX_CWND)|kernel.LockBit(unix.RTAX_RTO_MIN) {
+		t.Errorf("lock mask %#x, want cwnd|rto_min", m.Locks)
+	}
+
+	p := seedParams()
+	p.Cwnd.Lock = ptr.To(false)
+	p.RTOMin.Duration = 1500 * time.Microsecond // rounded up to 2ms
+	p.Quickack = ptr.To(false)
+	p.CongestionControl = ptr.To(v1alpha1.CongestionControl("bbr"))
+	p.AdvMSS = ptr.To(int32(1400))
+	p.MTU = ptr.To(int32(1450))
+	m, err = routeMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.String(), "cwnd 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 2ms quickack 0 congctl bbr advmss 1400 mtu 1450"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+
+	for _, bad := range []v1alpha1.TCPParameters{
+		{Cwnd: &v1alpha1.Cwnd{Value: 0}},
+		{Initcwnd: ptr.To(int32(-1))},
+		{RTOMin: &metav1.Duration{Duration: -time.Millisecond}},
+		{CongestionControl: ptr.To(v1alpha1.CongestionControl("a-very-long-algorithm-name"))},
+	} {
+		if _, err := routeMetrics(bad); err == nil {
+			t.Errorf("routeMetrics(%+v): no error", bad)
+		}
+	}
+
+	if m, err := routeMetrics(v1alpha1.TCPParameters{}); err != nil || !m.IsEmpty() || m.String() != "" {
+		t.Errorf("empty parameters: %v %q", err, m.String())
+	}
+}
+
+func TestRouteSpec(t *testing.T) {
+	spec, err := routeSpec(v1alpha1.NodeRoute{
+		Destination: "192.0.2.77/24", Device: "eth0", Source: "192.0.2.1", Parameters: seedParams(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Dst.String() != "192.0.2.0/24" || len(spec.Dst.IP) != 4 || spec.Device != "eth0" || !spec.Source.Equal([]byte{192, 0, 2, 1}) {
+		t.Errorf("spec = %+v", spec)
+	}
+	if _, err := routeSpec(v1alpha1.NodeRoute{Destination: "2001:db8::1/128", Source: "192.0.2.1"}); err == nil {
+		t.Error("mixed families accepted")
+	}
+	if _, err := routeSpec(v1alpha1.NodeRoute{Destination: "nope"}); err == nil {
+		t.Error("bad destination accepted")
+	}
+}
+
+func TestLinkSettingsRoundTrip(t *testing.T) {
+	mtu := int32(1450)
+	s := linkSettings(v1alpha1.InterfaceTuning{Name: "eth0", MTU: &mtu, GRO: ptr.To(false)})
+	if s.Name != "eth0" || s.MTU == nil || *s.MTU != 1450 || s.Offloads.GRO == nil || *s.Offloads.GRO || s.Offloads.GSO != nil || s.Offloads.TSO != nil {
+		t.Errorf("linkSettings = %+v", s)
+	}
+	if s := linkSettings(v1alpha1.InterfaceTuning{Name: "eth1"}); s.MTU != nil || s.Offloads.GRO != nil {
+		t.Errorf("unset fields set: %+v", s)
+	}
+	st := kernel.InterfaceState{Name: "eth0", MTU: 9000, Offloads: kernel.Offloads{GRO: ptr.To(true), GSO: ptr.To(false), TSO: ptr.To(true)}}
+	it := interfaceTuning(st)
+	if it.Name != "eth0" || *it.MTU != 9000 || !*it.GRO || *it.GSO || !*it.TSO {
+		t.Errorf("interfaceTuning = %+v", it)
+	}
+	if back := linkSettings(it); *back.MTU != 9000 || *back.Offloads.GSO {
+		t.Errorf("round trip = %+v", back)
+	}
+}
