@@ -43,7 +43,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -181,8 +181,8 @@ func (e *fleetEnv) addVehicles(hardware string, names ...string) {
 					v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: host, v1alpha1.DefaultHardwareLabel: hardware,
 				},
 				Annotations: map[string]string{
-					render.AddressAnnotation: fmt.Sprintf("10.%d.%d.%d", 10+len(hardware), vi+1, hi+1),
-					render.DeviceAnnotation:  "eth0",
+					v1alpha1.LANAddressAnnotation: fmt.Sprintf("10.%d.%d.%d", 10+len(hardware), vi+1, hi+1),
+					v1alpha1.LANDeviceAnnotation:  "eth0",
 				},
 			}}
 			if err := e.c.Create(e.ctx, n); err != nil {
@@ -287,7 +287,7 @@ func (e *fleetEnv) nodeRevisions(profile string) map[string]string {
 	}
 	out := map[string]string{}
 	for i := range list.Items {
-		out[list.Items[i].Name] = controllers.AssignedRevision(&list.Items[i], profile)
+		out[list.Items[i].Name] = fleetmodel.AssignedRevision(&list.Items[i], profile)
 	}
 	return out
 }
@@ -367,7 +367,7 @@ func (e *fleetEnv) settle(p *v1alpha1.NetTuningProfile) string {
 	if err := e.c.Create(e.ctx, p); err != nil {
 		e.t.Fatal(err)
 	}
-	rev := controllers.RevisionName(p)
+	rev := fleetmodel.RevisionName(p)
 	e.waitProfile(p.Name, 60*time.Second, "first revision stable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.StableRevision == rev && p.Status.Phase == v1alpha1.PhaseHealthy
 	})
@@ -387,7 +387,7 @@ func (e *fleetEnv) edit(name string, mutate func(*v1alpha1.NetTuningProfile)) st
 	}); err != nil {
 		e.t.Fatal(err)
 	}
-	return controllers.RevisionName(p)
+	return fleetmodel.RevisionName(p)
 }
 
 func metav1ObjectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

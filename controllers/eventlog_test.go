@@ -33,6 +33,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -136,7 +137,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 	})
 	bad := e.profile("xavier-lan")
 	setCwnd(bad, 20)
-	r3 := controllers.RevisionName(bad)
+	r3 := fleetmodel.RevisionName(bad)
 	e.mu.Lock()
 	e.failRev[r3] = true
 	e.mu.Unlock()

@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/render"
 )
 
@@ -217,7 +218,7 @@ func (r *NodeRenderer) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.No
 	if len(p.Status.Assignments) == 0 && len(p.Status.RevisionVehicles) > 0 && nnt != nil {
 		// A status written before assignments were recorded: keep what the
 		// node has until the profile's reconcile records its decision.
-		return AssignedRevision(nnt, p.Name), nil
+		return fleetmodel.AssignedRevision(nnt, p.Name), nil
 	}
 	return idx.byVehicle[vehicle], nil
 }
@@ -231,7 +232,7 @@ func (r *NodeRenderer) indexOf(p *v1alpha1.NetTuningProfile) profileIndex {
 		}
 	}
 	idx := profileIndex{resourceVersion: p.ResourceVersion, byVehicle: AssignmentsByVehicle(p.Status.Assignments)}
-	idx.selector, idx.vehicleLabel, idx.selErr = profileSelection(p)
+	idx.selector, idx.vehicleLabel, idx.selErr = fleetmodel.Selection(p)
 	r.indexes.Store(p.UID, idx)
 	return idx
 }
@@ -312,7 +313,7 @@ func (r *NodeRenderer) nodesOfVehicle(ctx context.Context, l, vehicle string) ([
 func vehicleLabels(profiles []v1alpha1.NetTuningProfile) []string {
 	ls := []string{v1alpha1.DefaultVehicleLabel}
 	for i := range profiles {
-		ls = append(ls, labelOr(profiles[i].Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel))
+		ls = append(ls, profiles[i].Spec.GetVehicleLabel())
 	}
 	sort.Strings(ls)
 	return slices.Compact(ls)
@@ -424,7 +425,7 @@ func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
 			if p == nil {
 				continue
 			}
-			l := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
+			l := p.Spec.GetVehicleLabel()
 			for _, v := range vehicles {
 				nodes, err := r.nodesOfVehicle(ctx, l, v)
 				if err != nil {
@@ -449,7 +450,7 @@ func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
 				return
 			}
 			for i := range nnts.Items {
-				if AssignedRevision(&nnts.Items[i], name) != "" {
+				if fleetmodel.AssignedRevision(&nnts.Items[i], name) != "" {
 					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: nnts.Items[i].Name}})
 				}
 			}

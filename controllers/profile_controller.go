@@ -42,11 +42,9 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/planner"
 )
-
-// Finalizer removes a deleted profile's items from every node.
-const Finalizer = "nettune.io/cleanup"
 
 // QuerierFactory returns the query client for an analysis provider.
 type QuerierFactory func(provider v1alpha1.AnalysisProvider, address string) (analysis.Querier, error)
@@ -139,9 +137,9 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !p.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, p)
 	}
-	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
 		patch := client.MergeFrom(p.DeepCopy())
-		controllerutil.AddFinalizer(p, Finalizer)
+		controllerutil.AddFinalizer(p, v1alpha1.CleanupFinalizer)
 		if err := r.Patch(ctx, p, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
@@ -200,7 +198,7 @@ func (r *ProfileReconciler) patchStatus(ctx context.Context, base, p *v1alpha1.N
 // (events, metrics); it runs only once the status is written.
 func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
 	revs := newRevisions(r.Client, r.Namespace)
-	rev := RevisionName(p)
+	rev := fleetmodel.RevisionName(p)
 	if err := revs.ensure(ctx, p, rev, r.Scheme); err != nil {
 		return planner.Output{}, nil, err
 	}
@@ -216,14 +214,14 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 	for i := range nntList.Items {
 		nnts[nntList.Items[i].Name] = &nntList.Items[i]
 	}
-	f, err := selectFleet(p, nodes.Items)
+	f, err := fleetmodel.Select(p, nodes.Items)
 	if err != nil {
 		return planner.Output{}, nil, err
 	}
 
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
-		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.observe(p.Name, nnts), Commands: Commands(p),
+		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.Observe(p.Name, nnts), Commands: fleetmodel.Commands(p),
 	}
 	out = planner.Plan(in)
 	if len(out.Measures) > 0 {
@@ -338,7 +336,7 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 // finalize lets a deleted profile go once no NodeNetTuning carries it any
 // more (the NodeRenderer drops a profile being deleted from every node).
 func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	nntList := &v1alpha1.NodeNetTuningList{}
@@ -347,7 +345,7 @@ func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningP
 	}
 	left := 0
 	for i := range nntList.Items {
-		if AssignedRevision(&nntList.Items[i], p.Name) != "" {
+		if fleetmodel.AssignedRevision(&nntList.Items[i], p.Name) != "" {
 			left++
 		}
 	}
@@ -356,7 +354,7 @@ func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningP
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	patch := client.MergeFrom(p.DeepCopy())
-	controllerutil.RemoveFinalizer(p, Finalizer)
+	controllerutil.RemoveFinalizer(p, v1alpha1.CleanupFinalizer)
 	if err := r.Patch(ctx, p, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}

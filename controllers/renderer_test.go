@@ -241,7 +241,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		for hi, host := range []string{"xavier-a", "xavier-b", "xavier-c"}[:2+w.rnd.Intn(2)] {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: v + "-" + host,
 				Labels:      map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: host, v1alpha1.DefaultHardwareLabel: "xavier"},
-				Annotations: map[string]string{render.AddressAnnotation: fmt.Sprintf("10.60.%d.%d", vi+1, hi+11), render.DeviceAnnotation: "eth0"}}}
+				Annotations: map[string]string{v1alpha1.LANAddressAnnotation: fmt.Sprintf("10.60.%d.%d", vi+1, hi+11), v1alpha1.LANDeviceAnnotation: "eth0"}}}
 			if err := e.c.Create(ctx, n); err != nil {
 				t.Fatal(err)
 			}
@@ -301,11 +301,13 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 				did = append(did, "assignments of "+p.obj.Name)
 			case 2:
 				editNode(t, e, node, func(n *corev1.Node) {
-					n.Annotations[render.AddressAnnotation] = fmt.Sprintf("10.61.%d.%d", w.rnd.Intn(200), 1+w.rnd.Intn(250))
+					n.Annotations[v1alpha1.LANAddressAnnotation] = fmt.Sprintf("10.61.%d.%d", w.rnd.Intn(200), 1+w.rnd.Intn(250))
 				})
 				did = append(did, "address of "+node)
 			case 3:
-				editNode(t, e, node, func(n *corev1.Node) { n.Annotations[render.DeviceAnnotation] = fmt.Sprintf("lan%d", w.rnd.Intn(3)) })
+				editNode(t, e, node, func(n *corev1.Node) {
+					n.Annotations[v1alpha1.LANDeviceAnnotation] = fmt.Sprintf("lan%d", w.rnd.Intn(3))
+				})
 				did = append(did, "lan-device of "+node)
 			case 4:
 				v := vehicles[w.rnd.Intn(len(vehicles))]
@@ -336,7 +338,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 				v := vehicles[w.rnd.Intn(len(vehicles))]
 				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-extra-%d", v, extra),
 					Labels:      map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: fmt.Sprintf("orin-%d", extra)},
-					Annotations: map[string]string{render.AddressAnnotation: fmt.Sprintf("10.62.0.%d", extra)}}}
+					Annotations: map[string]string{v1alpha1.LANAddressAnnotation: fmt.Sprintf("10.62.0.%d", extra)}}}
 				if err := e.c.Create(ctx, n); err != nil {
 					t.Fatal(err)
 				}
@@ -397,7 +399,7 @@ func TestRenderWarningsReachTheProfile(t *testing.T) {
 		t.Errorf("%d RenderWarnings events, want 1: %v", k, e.events("lan"))
 	}
 	editNode(t, e, "av-01-xavier-c", func(n *corev1.Node) {
-		n.Annotations = map[string]string{render.AddressAnnotation: "10.30.1.13", render.DeviceAnnotation: "eth0"}
+		n.Annotations = map[string]string{v1alpha1.LANAddressAnnotation: "10.30.1.13", v1alpha1.LANDeviceAnnotation: "eth0"}
 	})
 	e.waitProfile("lan", 30*time.Second, "RenderWarnings cleared", func(p *v1alpha1.NetTuningProfile) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRenderWarnings)
@@ -437,7 +439,7 @@ func TestLanDeviceEditReRenders(t *testing.T) {
 		}
 	}
 	waitDevice("eth0")
-	editNode(t, e, "av-01-xavier-a", func(n *corev1.Node) { n.Annotations[render.DeviceAnnotation] = "lan1" })
+	editNode(t, e, "av-01-xavier-a", func(n *corev1.Node) { n.Annotations[v1alpha1.LANDeviceAnnotation] = "lan1" })
 	waitDevice("lan1")
 }
 

@@ -29,24 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/render"
 )
-
-// ProfileLabel marks a ControllerRevision with the profile it belongs to.
-const ProfileLabel = "nettune.io/profile"
-
-// RevisionContent is the part of a profile that is rolled out: everything but
-// the rollout itself. A revision is the content-addressed, immutable copy of it.
-func RevisionContent(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
-	c := p.Spec.DeepCopy()
-	c.Rollout = nil
-	return c
-}
-
-// RevisionName is "<profile>-<hash of the content>".
-func RevisionName(p *v1alpha1.NetTuningProfile) string {
-	return p.Name + "-" + render.ContentHash(RevisionContent(p))
-}
 
 // revisions stores revision contents as apps/v1 ControllerRevisions owned by
 // the profile (the NodeRenderer reads them back). ControllerRevisions are
@@ -62,13 +47,13 @@ func newRevisions(c client.Client, namespace string) *revisions {
 
 // ensure stores the profile's current content as revision name.
 func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, name string, scheme *runtime.Scheme) error {
-	content := RevisionContent(p)
+	content := fleetmodel.RevisionContent(p)
 	raw, err := json.Marshal(content)
 	if err != nil {
 		return fmt.Errorf("encode revision %s: %w", name, err)
 	}
 	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: map[string]string{ProfileLabel: labelValue(p.Name)}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: map[string]string{v1alpha1.ProfileLabel: labelValue(p.Name)}},
 		Data:       runtime.RawExtension{Raw: raw},
 		Revision:   p.Generation,
 	}
@@ -93,7 +78,7 @@ func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, na
 // prune deletes the profile's ControllerRevisions that are not in keep.
 func (r *revisions) prune(ctx context.Context, p *v1alpha1.NetTuningProfile, keep map[string]bool) error {
 	list := &appsv1.ControllerRevisionList{}
-	if err := r.c.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{ProfileLabel: labelValue(p.Name)}); err != nil {
+	if err := r.c.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{v1alpha1.ProfileLabel: labelValue(p.Name)}); err != nil {
 		return fmt.Errorf("list revisions: %w", err)
 	}
 	for i := range list.Items {

@@ -36,3 +36,27 @@ func (a *AnalysisSpec) GetInterval() time.Duration {
 	}
 	return DefaultAnalysisInterval
 }
+
+// GetVehicleLabel is vehicleLabel or its default.
+func (s *NetTuningProfileSpec) GetVehicleLabel() string {
+	if s.VehicleLabel != "" {
+		return s.VehicleLabel
+	}
+	return DefaultVehicleLabel
+}
+
+// GetHostLabel is hostLabel or its default.
+func (s *NetTuningProfileSpec) GetHostLabel() string {
+	if s.HostLabel != "" {
+		return s.HostLabel
+	}
+	return DefaultHostLabel
+}
+
+// GetHardwareLabel is hardwareLabel or its default.
+func (s *NetTuningProfileSpec) GetHardwareLabel() string {
+	if s.HardwareLabel != "" {
+		return s.HardwareLabel
+	}
+	return DefaultHardwareLabel
+}

@@ -52,3 +52,31 @@ const (
 	// paused (or, with onInconclusive Abort, was rolled back).
 	ReasonAnalysisInconclusive = "AnalysisInconclusive"
 )
+
+// Annotations and labels on nettune's and Kubernetes' objects.
+const (
+	// PromoteAnnotation (on a profile, written by the plugin):
+	// "<revision>@<step index>" skips that step's pause or inconclusive
+	// analysis in that revision's rollout (a later rollout is never promoted
+	// by a leftover annotation).
+	PromoteAnnotation = "nettune.io/promote"
+	// AbortAnnotation (on a profile): "<revision>" rolls that revision back.
+	AbortAnnotation = "nettune.io/abort"
+	// ExcludeAnnotation (on a profile): comma-separated vehicles kept on the
+	// stable revision.
+	ExcludeAnnotation = "nettune.io/exclude"
+	// ProfileLabel marks a ControllerRevision with the profile it belongs to.
+	ProfileLabel = "nettune.io/profile"
+	// LANAddressAnnotation (on a Node) gives its LAN address for host-pair
+	// routes (the address peers on the vehicle LAN use to reach it); without
+	// it the node's InternalIP is used.
+	LANAddressAnnotation = "nettune.io/lan-address"
+	// LANDeviceAnnotation (on a Node) names its LAN interface (e.g. eth0).
+	// Host-pair routes rendered for that node carry it as their device, so
+	// the agent can create a missing /32 route on it; without it the agent
+	// can only tune host routes that already exist.
+	LANDeviceAnnotation = "nettune.io/lan-device"
+	// CleanupFinalizer (on a profile) removes a deleted profile's items from
+	// every node before the profile goes.
+	CleanupFinalizer = "nettune.io/cleanup"
+)

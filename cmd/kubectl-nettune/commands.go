@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 )
 
 // getProfile reads a profile, with an error that names it when it is missing.
@@ -120,12 +120,12 @@ func (c *cli) promote(ctx context.Context, name string) error {
 	if s := steps(p)[step]; s.SetVehicles != nil {
 		return fmt.Errorf("profile %s: step %d (%s) completes by itself once its vehicles verify the revision; promote skips only pause and analysis steps", name, step, desc)
 	}
-	value := controllers.PromoteValue(p.Status.CurrentRevision, step)
-	if p.Annotations[controllers.PromoteAnnotation] == value {
+	value := fleetmodel.PromoteValue(p.Status.CurrentRevision, step)
+	if p.Annotations[v1alpha1.PromoteAnnotation] == value {
 		fmt.Fprintf(c.stdout, "%s: step %d (%s) is already promoted\n", name, step, desc)
 		return nil
 	}
-	if err := c.patch(ctx, name, annotationPatch(controllers.PromoteAnnotation, &value, "")); err != nil {
+	if err := c.patch(ctx, name, annotationPatch(v1alpha1.PromoteAnnotation, &value, "")); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "%s: promoted step %d (%s)\n", name, step, desc)
@@ -166,11 +166,11 @@ func (c *cli) abort(ctx context.Context, name string) error {
 		return err
 	}
 	rev := p.Status.CurrentRevision
-	if p.Annotations[controllers.AbortAnnotation] == rev {
+	if p.Annotations[v1alpha1.AbortAnnotation] == rev {
 		fmt.Fprintf(c.stdout, "%s: revision %s is already aborted\n", name, rev)
 		return nil
 	}
-	if err := c.patch(ctx, name, annotationPatch(controllers.AbortAnnotation, &rev, "")); err != nil {
+	if err := c.patch(ctx, name, annotationPatch(v1alpha1.AbortAnnotation, &rev, "")); err != nil {
 		return err
 	}
 	back := "the stable revision " + p.Status.StableRevision
@@ -222,14 +222,14 @@ func (c *cli) undo(ctx context.Context, name, to string) error {
 		}
 		return fmt.Errorf("profile %s: reading revision %s/%s: %w", name, c.namespace, to, err)
 	}
-	if !strings.HasPrefix(cr.Name, name+"-") && cr.Labels[controllers.ProfileLabel] != name {
-		return fmt.Errorf("revision %s/%s does not belong to profile %s (label %s=%q)", c.namespace, to, name, controllers.ProfileLabel, cr.Labels[controllers.ProfileLabel])
+	if !strings.HasPrefix(cr.Name, name+"-") && cr.Labels[v1alpha1.ProfileLabel] != name {
+		return fmt.Errorf("revision %s/%s does not belong to profile %s (label %s=%q)", c.namespace, to, name, v1alpha1.ProfileLabel, cr.Labels[v1alpha1.ProfileLabel])
 	}
 	spec, err := mergeRevision(cr.Data.Raw, p.Spec.Rollout)
 	if err != nil {
 		return fmt.Errorf("profile %s: revision %s: %w", name, to, err)
 	}
-	from := controllers.RevisionName(p)
+	from := fleetmodel.RevisionName(p)
 	if from == to {
 		fmt.Fprintf(c.stdout, "%s: the content is already revision %s; nothing to undo\n", name, to)
 		return nil
@@ -279,7 +279,7 @@ func (c *cli) editExcluded(ctx context.Context, name string, vehicles []string, 
 		return err
 	}
 	vehicles = sortedUnique(vehicles)
-	before := controllers.SplitList(p.Annotations[controllers.ExcludeAnnotation])
+	before := fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation])
 	set := map[string]bool{}
 	for _, v := range before {
 		set[v] = true
@@ -320,7 +320,7 @@ func (c *cli) editExcluded(ctx context.Context, name string, vehicles []string, 
 		v := strings.Join(after, ",")
 		value = &v
 	}
-	if err := c.patch(ctx, name, annotationPatch(controllers.ExcludeAnnotation, value, p.ResourceVersion)); err != nil {
+	if err := c.patch(ctx, name, annotationPatch(v1alpha1.ExcludeAnnotation, value, p.ResourceVersion)); err != nil {
 		return err
 	}
 	note := ""

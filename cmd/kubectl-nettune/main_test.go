@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -153,13 +153,13 @@ func lanRollout() *v1alpha1.RolloutSpec {
 // returns the revision's name.
 func (p *plugin) storeRevision(profile *v1alpha1.NetTuningProfile) string {
 	p.t.Helper()
-	name := controllers.RevisionName(profile)
-	raw, err := json.Marshal(controllers.RevisionContent(profile))
+	name := fleetmodel.RevisionName(profile)
+	raw, err := json.Marshal(fleetmodel.RevisionContent(profile))
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: revisionNS, Labels: map[string]string{controllers.ProfileLabel: profile.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: revisionNS, Labels: map[string]string{v1alpha1.ProfileLabel: profile.Name}},
 		Data:       runtime.RawExtension{Raw: raw},
 		Revision:   profile.Generation,
 	}
@@ -355,8 +355,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "xavier-lan: promoted step 1 (pause until promoted)\n"; out != want {
 			t.Errorf("stdout %q, want %q", out, want)
 		}
-		if got, want := p.profile(name).Annotations[controllers.PromoteAnnotation], controllers.PromoteValue(rev2, 1); got != want {
-			t.Errorf("%s = %q, want %q", controllers.PromoteAnnotation, got, want)
+		if got, want := p.profile(name).Annotations[v1alpha1.PromoteAnnotation], fleetmodel.PromoteValue(rev2, 1); got != want {
+			t.Errorf("%s = %q, want %q", v1alpha1.PromoteAnnotation, got, want)
 		}
 		// Promoting the same step again changes nothing.
 		rv := p.profile(name).ResourceVersion
@@ -402,7 +402,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 
 	t.Run("exclude and include", func(t *testing.T) {
 		excluded := func() (string, bool) {
-			v, ok := p.profile(name).Annotations[controllers.ExcludeAnnotation]
+			v, ok := p.profile(name).Annotations[v1alpha1.ExcludeAnnotation]
 			return v, ok
 		}
 		r := p.run("exclude", name, "car-3", "car-2", "car-3")
@@ -484,13 +484,13 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if err := json.Unmarshal(cr.Data.Raw, stored); err != nil {
 			t.Fatal(err)
 		}
-		if !equality.Semantic.DeepEqual(controllers.RevisionContent(after), stored) {
-			t.Errorf("content after undo differs from revision %s:\n got %+v\nwant %+v", rev1, controllers.RevisionContent(after), stored)
+		if !equality.Semantic.DeepEqual(fleetmodel.RevisionContent(after), stored) {
+			t.Errorf("content after undo differs from revision %s:\n got %+v\nwant %+v", rev1, fleetmodel.RevisionContent(after), stored)
 		}
 		if !equality.Semantic.DeepEqual(after.Spec.Rollout, before.Spec.Rollout) {
 			t.Errorf("undo changed spec.rollout:\nbefore %+v\nafter  %+v", before.Spec.Rollout, after.Spec.Rollout)
 		}
-		if got := controllers.RevisionName(after); got != rev1 {
+		if got := fleetmodel.RevisionName(after); got != rev1 {
 			t.Errorf("revision of the restored content is %s, want %s", got, rev1)
 		}
 		if after.Spec.Defaults.Cwnd.Value != 40 {
@@ -504,7 +504,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if out := p.ok("undo", name, "--to-revision", rev2); !strings.Contains(out, "from revision "+rev1+" to "+rev2) {
 			t.Errorf("undo --to-revision: %q", out)
 		}
-		if got := controllers.RevisionName(p.profile(name)); got != rev2 {
+		if got := fleetmodel.RevisionName(p.profile(name)); got != rev2 {
 			t.Errorf("revision after undo --to-revision is %s, want %s", got, rev2)
 		}
 	})
@@ -514,8 +514,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "xavier-lan: aborted revision " + rev2 + "; every vehicle returns to the stable revision " + rev1 + "\n"; out != want {
 			t.Errorf("stdout %q, want %q", out, want)
 		}
-		if got := p.profile(name).Annotations[controllers.AbortAnnotation]; got != rev2 {
-			t.Errorf("%s = %q, want %s", controllers.AbortAnnotation, got, rev2)
+		if got := p.profile(name).Annotations[v1alpha1.AbortAnnotation]; got != rev2 {
+			t.Errorf("%s = %q, want %s", v1alpha1.AbortAnnotation, got, rev2)
 		}
 		// Once the controller rolled it back, there is nothing to promote or abort.
 		p.setStatus(name, func(st *v1alpha1.NetTuningProfileStatus) {

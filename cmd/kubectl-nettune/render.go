@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,11 +27,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/planner"
 )
 
@@ -75,13 +73,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func labelOr(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // age is a kubectl-style age ("45s", "3m10s", "2d").
@@ -177,7 +168,7 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 	if len(st.CanaryVehicles) > 0 {
 		fmt.Fprintf(tw, "Canary vehicles:\t%s\n", strings.Join(st.CanaryVehicles, ", "))
 	}
-	if ex := controllers.SplitList(p.Annotations[controllers.ExcludeAnnotation]); len(ex) > 0 {
+	if ex := fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation]); len(ex) > 0 {
 		fmt.Fprintf(tw, "Excluded vehicles:\t%s\n", strings.Join(ex, ", "))
 	}
 	v := st.Vehicles
@@ -185,10 +176,10 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 	if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
 		fmt.Fprintf(tw, "Paused:\tby the user (kubectl nettune resume %s)\n", p.Name)
 	}
-	if rev, step, ok := controllers.ParsePromote(p.Annotations[controllers.PromoteAnnotation]); ok && rev == st.CurrentRevision {
+	if rev, step, ok := fleetmodel.ParsePromote(p.Annotations[v1alpha1.PromoteAnnotation]); ok && rev == st.CurrentRevision {
 		fmt.Fprintf(tw, "Promoted step:\t%d\n", step)
 	}
-	if a := strings.TrimSpace(p.Annotations[controllers.AbortAnnotation]); a != "" {
+	if a := strings.TrimSpace(p.Annotations[v1alpha1.AbortAnnotation]); a != "" {
 		fmt.Fprintf(tw, "Aborted revision:\t%s\n", a)
 	}
 	switch {
@@ -383,20 +374,14 @@ type vehicleRow struct {
 }
 
 // vehicleRows groups the nodes p selects into vehicles and summarizes each
-// from its nodes' NodeNetTunings. It also returns the selected nodes that
+// from its nodes' NodeNetTunings, with the controller's own model
+// (fleetmodel.Select and Observe). It also returns the selected nodes that
 // carry no vehicle label.
 func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) ([]vehicleRow, []string, error) {
-	sel := labels.Everything()
-	if p.Spec.NodeSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			return nil, nil, fmt.Errorf("spec.nodeSelector: %w", err)
-		}
-		sel = s
+	f, err := fleetmodel.Select(p, nodes)
+	if err != nil {
+		return nil, nil, err
 	}
-	vehicleLabel := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
-	hardwareLabel := labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel)
-	after := p.Spec.Rollout.GetUnreachableAfter()
 	byNode := map[string]*v1alpha1.NodeNetTuning{}
 	for i := range nnts {
 		byNode[nnts[i].Name] = &nnts[i]
@@ -406,100 +391,36 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 		canary[v] = true
 	}
 	excluded := map[string]bool{}
-	for _, v := range controllers.SplitList(p.Annotations[controllers.ExcludeAnnotation]) {
+	for _, v := range fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation]) {
 		excluded[v] = true
 	}
-
-	vehicles := map[string][]*corev1.Node{}
-	var unlabelled []string
-	for i := range nodes {
-		n := &nodes[i]
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		v := n.Labels[vehicleLabel]
-		if v == "" {
-			unlabelled = append(unlabelled, n.Name)
-			continue
-		}
-		vehicles[v] = append(vehicles[v], n)
-	}
-	sort.Strings(unlabelled)
-
+	after := p.Spec.Rollout.GetUnreachableAfter()
 	var rows []vehicleRow
-	for name, ns := range vehicles {
-		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
-		r := vehicleRow{Name: name, Role: roleBaseline, Nodes: len(ns)}
+	for _, v := range f.Observe(p.Name, byNode) {
+		r := vehicleRow{Name: v.Name, Role: roleBaseline, Nodes: v.Nodes, Verified: v.VerifiedNodes, LastSeen: v.LastSeen,
+			Hardware: strings.Join(v.Hardware, "+"), Revision: orDash(v.Assigned)}
 		switch {
-		case excluded[name]:
+		case excluded[v.Name]:
 			r.Role = roleExcluded
-		case canary[name]:
+		case canary[v.Name]:
 			r.Role = roleCanary
 		}
-		hw := map[string]bool{}
-		revs := map[string]bool{}
-		failed := false
-		for i, n := range ns {
-			if h := n.Labels[hardwareLabel]; h != "" {
-				hw[h] = true
-			}
-			nnt := byNode[n.Name]
-			rev := ""
-			if nnt != nil {
-				rev = controllers.AssignedRevision(nnt, p.Name)
-			}
-			revs[rev] = true
-			verified, nodeFailed, seen := nodeReport(nnt)
-			if verified {
-				r.Verified++
-			}
-			failed = failed || nodeFailed
-			// The vehicle is as recent as its most silent node.
-			switch {
-			case i == 0:
-				r.LastSeen = seen
-			case r.LastSeen.IsZero() || seen.IsZero():
-				r.LastSeen = time.Time{}
-			case seen.Before(r.LastSeen):
-				r.LastSeen = seen
-			}
-		}
-		r.Hardware = strings.Join(sortedKeys(hw), "+")
-		switch {
-		case len(revs) > 1:
+		if v.Mixed {
 			r.Revision = "mixed"
-		default:
-			for rev := range revs {
-				r.Revision = orDash(rev)
-			}
 		}
-		reachable := planner.Reachable(planner.Vehicle{LastSeen: r.LastSeen}, now, after)
 		switch {
-		case failed:
+		case v.Failed:
 			r.State = stateFailed
-		case !reachable:
+		case !planner.Reachable(v, now, after):
 			r.State = stateUnreachable
-		case r.Verified == r.Nodes:
+		case v.Verified:
 			r.State = stateVerified
 		default:
 			r.State = stateUpdating
 		}
 		rows = append(rows, r)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
-	return rows, unlabelled, nil
-}
-
-// nodeReport reads an agent's report the way the controller does.
-var nodeReport = controllers.NodeReport
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return rows, f.Unlabelled, nil
 }
 
 func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) {
@@ -509,7 +430,7 @@ func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev
 		fmt.Fprintf(b, "Vehicles: cannot select nodes: %v\n", err)
 		return
 	}
-	vehicleLabel := labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel)
+	vehicleLabel := p.Spec.GetVehicleLabel()
 	if len(rows) == 0 {
 		fmt.Fprintf(b, "No vehicles: no node selected by the profile carries the label %s.\n", vehicleLabel)
 	} else {

@@ -33,7 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -110,8 +110,8 @@ func goldenFleet() (*v1alpha1.NetTuningProfile, []corev1.Node, []v1alpha1.NodeNe
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "xavier-lan", Generation: 4,
 			Annotations: map[string]string{
-				controllers.ExcludeAnnotation: "av-006",
-				controllers.PromoteAnnotation: "xavier-lan-7c9d2e1f0a@2",
+				v1alpha1.ExcludeAnnotation: "av-006",
+				v1alpha1.PromoteAnnotation: "xavier-lan-7c9d2e1f0a@2",
 			},
 		},
 		Spec: v1alpha1.NetTuningProfileSpec{
@@ -255,7 +255,7 @@ func TestVehicleRows(t *testing.T) {
 	stale := testNNT("x", "lan", "lan-1", ok, now)
 	stale.Generation = 4
 	stale.Status.ObservedGeneration = 4
-	if v, _, _ := nodeReport(&stale); v {
+	if v, _, _ := fleetmodel.NodeReport(&stale); v {
 		t.Errorf("a Verified condition observed at an older generation counts as verified")
 	}
 

@@ -81,6 +81,9 @@ type Vehicle struct {
 	// LastSeen is the oldest latest heartbeat among the vehicle's nodes (zero
 	// when a node never reported).
 	LastSeen time.Time
+	// Nodes is how many nodes the vehicle has, VerifiedNodes how many of
+	// them verified their rendered state (shown, not planned on).
+	Nodes, VerifiedNodes int
 }
 
 // Commands are the manual commands of the kubectl plugin, read from the

@@ -34,7 +34,7 @@
 // matching pairs do not contribute fields. A pair whose merged parameters are
 // empty yields no route. A route goes to "<peer address>/32" (/128 for IPv6),
 // with Peer set to the peer's host name and Device set to the rendered node's
-// LAN interface (DeviceAnnotation) when known. A peer without a usable LAN
+// LAN interface (v1alpha1.LANDeviceAnnotation) when known. A peer without a usable LAN
 // address is skipped with a warning. Every peer that got a host-pair route
 // (before merging across profiles) is listed in spec.peers with
 // DefaultProbePort.
@@ -96,17 +96,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
-// AddressAnnotation on a Node gives its LAN address for host-pair routes (the
-// address peers on the vehicle LAN use to reach it). Without it the node's
-// InternalIP is used.
-const AddressAnnotation = "nettune.io/lan-address"
-
-// DeviceAnnotation on a Node names its LAN interface (e.g. eth0). Host-pair
-// routes rendered for that node carry it as their device, so that the agent
-// can create a missing /32 route on it; without it the agent can only tune
-// host routes that already exist.
-const DeviceAnnotation = "nettune.io/lan-device"
-
 // DefaultProbePort is the port of the peer agent that post-apply probes
 // connect to (the agent's --probe-port default).
 const DefaultProbePort = 9102
@@ -133,11 +122,11 @@ type Node struct {
 	Labels map[string]string
 	// Address is the resolved LAN address ("" = unknown).
 	Address string
-	// Device is the LAN interface from DeviceAnnotation ("" = unknown).
+	// Device is the LAN interface from v1alpha1.LANDeviceAnnotation ("" = unknown).
 	Device string
 }
 
-// NodeFromCore converts a corev1.Node: the address is AddressAnnotation when
+// NodeFromCore converts a corev1.Node: the address is v1alpha1.LANAddressAnnotation when
 // set, else the first InternalIP of status.addresses. The annotation is taken
 // as written (trimmed); Render validates it.
 func NodeFromCore(n *corev1.Node) Node {
@@ -145,7 +134,7 @@ func NodeFromCore(n *corev1.Node) Node {
 		return Node{}
 	}
 	out := Node{Name: n.Name, Labels: maps.Clone(n.Labels)}
-	if a := strings.TrimSpace(n.Annotations[AddressAnnotation]); a != "" {
+	if a := strings.TrimSpace(n.Annotations[v1alpha1.LANAddressAnnotation]); a != "" {
 		out.Address = a
 	} else {
 		for _, addr := range n.Status.Addresses {
@@ -155,7 +144,7 @@ func NodeFromCore(n *corev1.Node) Node {
 			}
 		}
 	}
-	out.Device = strings.TrimSpace(n.Annotations[DeviceAnnotation])
+	out.Device = strings.TrimSpace(n.Annotations[v1alpha1.LANDeviceAnnotation])
 	return out
 }
 
@@ -467,7 +456,7 @@ func (r *renderer) hostPairs(name string, spec *v1alpha1.NetTuningProfileSpec, a
 
 	device := r.node.Device
 	if device != "" && !validDevice(device) {
-		r.warnf("node %s: invalid %s %q: host-pair routes have no device", r.node.Name, DeviceAnnotation, device)
+		r.warnf("node %s: invalid %s %q: host-pair routes have no device", r.node.Name, v1alpha1.LANDeviceAnnotation, device)
 		device = ""
 	}
 
@@ -516,7 +505,7 @@ func (r *renderer) hostPairs(name string, spec *v1alpha1.NetTuningProfileSpec, a
 		r.addPeer(peer, addr.String())
 	}
 	if emitted && r.node.Device == "" {
-		r.warnf("node %s has no %s annotation: host-pair routes have no device, so the agent can only tune /32 routes that already exist", r.node.Name, DeviceAnnotation)
+		r.warnf("node %s has no %s annotation: host-pair routes have no device, so the agent can only tune /32 routes that already exist", r.node.Name, v1alpha1.LANDeviceAnnotation)
 	}
 }
 

@@ -955,11 +955,11 @@ func TestNodeFromCore(t *testing.T) {
 		addresses   []corev1.NodeAddress
 		want        Node
 	}{
-		{"annotation beats InternalIP", map[string]string{AddressAnnotation: " 192.168.10.11 ", DeviceAnnotation: "eth0"}, addrs,
+		{"annotation beats InternalIP", map[string]string{v1alpha1.LANAddressAnnotation: " 192.168.10.11 ", v1alpha1.LANDeviceAnnotation: "eth0"}, addrs,
 			Node{Name: "n", Labels: labels, Address: "192.168.10.11", Device: "eth0"}},
 		{"first InternalIP without annotation", nil, addrs,
 			Node{Name: "n", Labels: labels, Address: "10.42.0.7"}},
-		{"empty annotation falls back", map[string]string{AddressAnnotation: ""}, addrs,
+		{"empty annotation falls back", map[string]string{v1alpha1.LANAddressAnnotation: ""}, addrs,
 			Node{Name: "n", Labels: labels, Address: "10.42.0.7"}},
 		{"no InternalIP: unknown", nil, addrs[:2],
 			Node{Name: "n", Labels: labels}},

@@ -43,7 +43,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/render"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/test/testbed"
@@ -212,7 +211,7 @@ func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *testbed.Hos
 		Labels: map[string]string{
 			v1alpha1.DefaultVehicleLabel: vs.Name, v1alpha1.DefaultHostLabel: h.Name, v1alpha1.DefaultHardwareLabel: vs.Hardware,
 		},
-		Annotations: map[string]string{render.AddressAnnotation: h.Addr.String(), render.DeviceAnnotation: h.Dev},
+		Annotations: map[string]string{v1alpha1.LANAddressAnnotation: h.Addr.String(), v1alpha1.LANDeviceAnnotation: h.Dev},
 	}}
 	if err := f.CP.Client.Create(ctx, n); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)

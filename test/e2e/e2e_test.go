@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -180,8 +180,8 @@ func allVerified(t *testing.T, rev string) bool {
 		return false
 	}
 	for i := range ns {
-		verified, _, _ := controllers.NodeReport(&ns[i])
-		if controllers.AssignedRevision(&ns[i], profile) != rev || !verified {
+		verified, _, _ := fleetmodel.NodeReport(&ns[i])
+		if fleetmodel.AssignedRevision(&ns[i], profile) != rev || !verified {
 			return false
 		}
 	}
@@ -249,13 +249,13 @@ func watchFleet(t *testing.T) *watch {
 				w.mu.Lock()
 				for i := range list.Items {
 					n := &list.Items[i]
-					rev := controllers.AssignedRevision(n, profile)
+					rev := fleetmodel.AssignedRevision(n, profile)
 					v := vehicleOf(n.Name)
 					if w.assigned[rev] == nil {
 						w.assigned[rev] = map[string]bool{}
 					}
 					w.assigned[rev][v] = true
-					ok, _, _ := controllers.NodeReport(n)
+					ok, _, _ := fleetmodel.NodeReport(n)
 					if prev, seen := revOf[v]; seen && prev != rev {
 						ok = false
 					}

@@ -44,8 +44,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -397,8 +397,8 @@ func (b *bench) vehicleVerified(vehicle, rev string) (bool, error) {
 			continue
 		}
 		n++
-		ok, _, _ := controllers.NodeReport(nnt)
-		if !ok || controllers.AssignedRevision(nnt, profileName) != rev {
+		ok, _, _ := fleetmodel.NodeReport(nnt)
+		if !ok || fleetmodel.AssignedRevision(nnt, profileName) != rev {
 			return false, nil
 		}
 	}

@@ -14,7 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package fleetmodel is the one model of a profile's fleet, shared by the
+// controller, the kubectl plugin and the simulations: which nodes a profile
+// selects and how they group into vehicles, what each node's agent reports,
+// what each vehicle looks like to the planner, the plugin's commands as
+// annotations, and revision names. It is pure (no client, no metrics), so
+// importing it registers nothing.
+package fleetmodel
 
 import (
 	"fmt"
@@ -30,30 +36,18 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/controllers/render"
 )
 
-// Annotations the kubectl plugin writes on a profile. Each names what it acts
-// on (a step, a revision), so acting on it twice does nothing more.
-const (
-	// PromoteAnnotation: "<revision>@<step index>" skips that step's pause
-	// or inconclusive analysis in that revision's rollout (a later rollout
-	// is never promoted by a leftover annotation).
-	PromoteAnnotation = "nettune.io/promote"
-	// AbortAnnotation: "<revision>" rolls that revision back.
-	AbortAnnotation = "nettune.io/abort"
-	// ExcludeAnnotation: comma-separated vehicles kept on the stable revision.
-	ExcludeAnnotation = "nettune.io/exclude"
-)
-
-// Commands reads the plugin's annotations.
+// Commands reads the plugin's annotations on a profile.
 func Commands(p *v1alpha1.NetTuningProfile) planner.Commands {
 	var c planner.Commands
 	a := p.GetAnnotations()
-	if rev, step, ok := ParsePromote(a[PromoteAnnotation]); ok {
+	if rev, step, ok := ParsePromote(a[v1alpha1.PromoteAnnotation]); ok {
 		c.PromoteRevision, c.PromoteStep = rev, &step
 	}
-	c.AbortRevision = strings.TrimSpace(a[AbortAnnotation])
-	c.Excluded = SplitList(a[ExcludeAnnotation])
+	c.AbortRevision = strings.TrimSpace(a[v1alpha1.AbortAnnotation])
+	c.Excluded = SplitList(a[v1alpha1.ExcludeAnnotation])
 	return c
 }
 
@@ -89,27 +83,21 @@ func SplitList(s string) []string {
 	return out
 }
 
-func labelOr(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
+// RevisionContent is the part of a profile that is rolled out: everything but
+// the rollout itself. A revision is the content-addressed, immutable copy of it.
+func RevisionContent(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
+	c := p.Spec.DeepCopy()
+	c.Rollout = nil
+	return c
 }
 
-// fleet is the nodes a profile selects, grouped into vehicles.
-type fleet struct {
-	vehicleLabel  string
-	hardwareLabel string
-	// nodes by vehicle, sorted by name.
-	vehicles map[string][]*corev1.Node
-	// vehicle by node name.
-	byNode map[string]string
-	// unlabelled nodes the selector matched but that name no vehicle.
-	unlabelled []string
+// RevisionName is "<profile>-<hash of the content>".
+func RevisionName(p *v1alpha1.NetTuningProfile) string {
+	return p.Name + "-" + render.ContentHash(RevisionContent(p))
 }
 
-// profileSelection is a profile's node selector and vehicle label.
-func profileSelection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, error) {
+// Selection is a profile's node selector and vehicle label.
+func Selection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, error) {
 	sel := labels.Everything()
 	if p.Spec.NodeSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
@@ -118,18 +106,32 @@ func profileSelection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, er
 		}
 		sel = s
 	}
-	return sel, labelOr(p.Spec.VehicleLabel, v1alpha1.DefaultVehicleLabel), nil
+	return sel, p.Spec.GetVehicleLabel(), nil
 }
 
-func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, error) {
-	sel, vehicleLabel, err := profileSelection(p)
+// Fleet is the nodes a profile selects, grouped into vehicles.
+type Fleet struct {
+	VehicleLabel  string
+	HardwareLabel string
+	// Vehicles holds each vehicle's nodes, sorted by name.
+	Vehicles map[string][]*corev1.Node
+	// Unlabelled are the nodes the selector matched that name no vehicle,
+	// sorted.
+	Unlabelled []string
+	// vehicle by node name.
+	byNode map[string]string
+}
+
+// Select groups the nodes p selects into vehicles.
+func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
+	sel, vehicleLabel, err := Selection(p)
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{
-		vehicleLabel:  vehicleLabel,
-		hardwareLabel: labelOr(p.Spec.HardwareLabel, v1alpha1.DefaultHardwareLabel),
-		vehicles:      map[string][]*corev1.Node{},
+	f := &Fleet{
+		VehicleLabel:  vehicleLabel,
+		HardwareLabel: p.Spec.GetHardwareLabel(),
+		Vehicles:      map[string][]*corev1.Node{},
 		byNode:        map[string]string{},
 	}
 	for i := range nodes {
@@ -137,32 +139,35 @@ func selectFleet(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*fleet, err
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		v := n.Labels[f.vehicleLabel]
+		v := n.Labels[f.VehicleLabel]
 		if v == "" {
-			f.unlabelled = append(f.unlabelled, n.Name)
+			f.Unlabelled = append(f.Unlabelled, n.Name)
 			continue
 		}
-		f.vehicles[v] = append(f.vehicles[v], n)
+		f.Vehicles[v] = append(f.Vehicles[v], n)
 		f.byNode[n.Name] = v
 	}
-	for _, ns := range f.vehicles {
+	for _, ns := range f.Vehicles {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 	}
+	sort.Strings(f.Unlabelled)
 	return f, nil
 }
 
-// vehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
-func (f *fleet) vehicleOf(node string) string { return f.byNode[node] }
+// VehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
+func (f *Fleet) VehicleOf(node string) string { return f.byNode[node] }
 
-// observe summarizes each vehicle from its nodes' NodeNetTunings.
-func (f *fleet) observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning) []planner.Vehicle {
-	var out []planner.Vehicle
-	for name, nodes := range f.vehicles {
-		v := planner.Vehicle{Name: name, Verified: true}
+// Observe summarizes each vehicle, sorted by name, from its nodes'
+// NodeNetTunings (by node name; a missing one is a node that has not
+// reported).
+func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning) []planner.Vehicle {
+	out := make([]planner.Vehicle, 0, len(f.Vehicles))
+	for name, nodes := range f.Vehicles {
+		v := planner.Vehicle{Name: name, Verified: true, Nodes: len(nodes)}
 		hw := map[string]bool{}
 		var common map[string]string
 		for i, n := range nodes {
-			if h := n.Labels[f.hardwareLabel]; h != "" {
+			if h := n.Labels[f.HardwareLabel]; h != "" {
 				hw[h] = true
 			}
 			if common == nil {
@@ -188,6 +193,9 @@ func (f *fleet) observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning)
 				v.Mixed = true
 			}
 			verified, failed, seen := NodeReport(nnt)
+			if verified {
+				v.VerifiedNodes++
+			}
 			v.Verified = v.Verified && verified
 			v.Failed = v.Failed || failed
 			// The vehicle is as recent as its most silent node; a node that

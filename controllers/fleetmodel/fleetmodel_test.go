@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package fleetmodel
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+func node(name, vehicle, hw string, extra map[string]string) corev1.Node {
+	l := map[string]string{"role": "av"}
+	if vehicle != "" {
+		l[v1alpha1.DefaultVehicleLabel] = vehicle
+	}
+	if hw != "" {
+		l[v1alpha1.DefaultHardwareLabel] = hw
+	}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}
+
+// report is a NodeNetTuning for profile p at revision rev, verified or not,
+// last heard from at seen (zero: never).
+func report(name, rev string, verified bool, seen time.Time) *v1alpha1.NodeNetTuning {
+	n := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 3}}
+	n.Spec.Revision = "r-" + rev
+	n.Spec.Profiles = []v1alpha1.SourceProfile{{Name: "p", Revision: rev}}
+	if !seen.IsZero() {
+		n.Status.LastHeartbeatTime = &metav1.Time{Time: seen}
+	}
+	if verified {
+		n.Status.ObservedGeneration = 3
+		n.Status.AppliedRevision = n.Spec.Revision
+		n.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3}}
+	}
+	return n
+}
+
+func TestSelectAndObserve(t *testing.T) {
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "av"}}
+	nodes := []corev1.Node{
+		node("av-2-b", "av-2", "orin", map[string]string{"zone": "x"}),
+		node("av-2-a", "av-2", "xavier", map[string]string{"zone": "x"}),
+		node("av-1-a", "av-1", "xavier", map[string]string{"zone": "x"}),
+		node("av-1-b", "av-1", "xavier", map[string]string{"zone": "y"}),
+		node("stray", "", "xavier", nil),
+		{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{v1alpha1.DefaultVehicleLabel: "av-9"}}},
+	}
+	f, err := Select(p, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vehicles) != 2 || f.Vehicles["av-2"][0].Name != "av-2-a" || !reflect.DeepEqual(f.Unlabelled, []string{"stray"}) {
+		t.Fatalf("fleet %+v", f)
+	}
+	if f.VehicleOf("av-1-b") != "av-1" || f.VehicleOf("other") != "" {
+		t.Errorf("VehicleOf: %q %q", f.VehicleOf("av-1-b"), f.VehicleOf("other"))
+	}
+
+	now := time.Now()
+	nnts := map[string]*v1alpha1.NodeNetTuning{
+		"av-1-a": report("av-1-a", "p-1", true, now.Add(-time.Second)),
+		"av-1-b": report("av-1-b", "p-2", false, now.Add(-time.Minute)),
+		"av-2-a": report("av-2-a", "p-1", true, now),
+		// av-2-b never reported: no revision there, so av-2 is mixed
+	}
+	vs := f.Observe("p", nnts)
+	if len(vs) != 2 || vs[0].Name != "av-1" || vs[1].Name != "av-2" {
+		t.Fatalf("vehicles %+v", vs)
+	}
+	a, b := vs[0], vs[1]
+	if !a.Mixed || a.Verified || a.Nodes != 2 || a.VerifiedNodes != 1 || !a.LastSeen.Equal(now.Add(-time.Minute)) ||
+		!reflect.DeepEqual(a.Hardware, []string{"xavier"}) || a.Labels["zone"] != "" || a.Labels["role"] != "av" {
+		t.Errorf("av-1 %+v", a)
+	}
+	if !b.Mixed || b.Assigned != "p-1" || b.Verified || b.VerifiedNodes != 1 || !b.LastSeen.IsZero() ||
+		!reflect.DeepEqual(b.Hardware, []string{"orin", "xavier"}) || b.Labels["zone"] != "x" {
+		t.Errorf("av-2 %+v", b)
+	}
+
+	p.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Bogus"}}}
+	if _, err := Select(p, nodes); err == nil {
+		t.Error("a bad selector was accepted")
+	}
+}
+
+func TestNodeReport(t *testing.T) {
+	now := time.Now()
+	n := report("a", "p-1", true, now)
+	if v, f, seen := NodeReport(n); !v || f || !seen.Equal(now) {
+		t.Errorf("verified report: %v %v %v", v, f, seen)
+	}
+	stale := n.DeepCopy()
+	stale.Generation = 4 // a new spec the agent has not seen
+	if v, _, _ := NodeReport(stale); v {
+		t.Error("a report on an older generation counts as verified")
+	}
+	failed := n.DeepCopy()
+	failed.Status.Conditions = append(failed.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionRolledBack, Status: metav1.ConditionTrue, ObservedGeneration: 3})
+	if _, f, _ := NodeReport(failed); !f {
+		t.Error("a RolledBack report is not failed")
+	}
+	if v, f, seen := NodeReport(nil); v || f || !seen.IsZero() {
+		t.Error("no report is not empty")
+	}
+}
+
+func TestCommands(t *testing.T) {
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		v1alpha1.PromoteAnnotation: PromoteValue("p-abc", 2),
+		v1alpha1.AbortAnnotation:   " p-abc ",
+		v1alpha1.ExcludeAnnotation: "av-2, av-1,,av-2",
+	}}}
+	c := Commands(p)
+	if c.PromoteRevision != "p-abc" || c.PromoteStep == nil || *c.PromoteStep != 2 || c.AbortRevision != "p-abc" || !reflect.DeepEqual(c.Excluded, []string{"av-1", "av-2"}) {
+		t.Errorf("commands %+v", c)
+	}
+	for _, bad := range []string{"", "p-abc", "@1", "p-abc@-1", "p-abc@x"} {
+		if _, _, ok := ParsePromote(bad); ok {
+			t.Errorf("ParsePromote(%q) accepted", bad)
+		}
+	}
+}
+
+func TestRevisionNameIgnoresTheRollout(t *testing.T) {
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	q := p.DeepCopy()
+	q.Spec.Rollout = &v1alpha1.RolloutSpec{MaxUnavailable: nil}
+	if RevisionName(p) != RevisionName(q) {
+		t.Error("the rollout changed the revision")
+	}
+	q.Spec.VehicleLabel = "other"
+	if RevisionName(p) == RevisionName(q) {
+		t.Error("the content did not change the revision")
+	}
+}
