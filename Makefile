@@ -74,6 +74,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC.
 	cp config/crd/bases/*.yaml charts/nettune/crds/
 	cp config/rbac/role.yaml charts/nettune/files/controller-role.yaml
 
+.PHONY: krew
+krew: ## The kubectl plugin's krew archives (linux amd64, arm64) and manifest with their sha256, into dist/.
+	hack/krew.sh
+
 .PHONY: verify
 verify: ## Regenerate everything and fail if the tree differs (generated files edited by hand or stale).
 	hack/verify.sh

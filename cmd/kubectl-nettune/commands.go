@@ -31,8 +31,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
@@ -360,64 +362,123 @@ func (c *cli) warnUnknownVehicles(ctx context.Context, p *v1alpha1.NetTuningProf
 	}
 }
 
-func (c *cli) revisions(ctx context.Context, name string) error {
+// revisionRow is one revision of the history.
+type revisionRow struct {
+	Name       string      `json:"name"`
+	Generation int64       `json:"generation"`
+	Created    metav1.Time `json:"created,omitzero"`
+	Outcome    string      `json:"outcome,omitempty"`
+	// Stored: "yes", "no" (the ControllerRevision is gone: undo cannot
+	// restore it) or "?" (it could not be read).
+	Stored string   `json:"stored"`
+	Notes  []string `json:"notes,omitempty"` // current, stable, failed
+}
+
+// revisions prints the revision history (status.revisions), as a table or
+// as a document (output yaml or json).
+func (c *cli) revisions(ctx context.Context, name, output string) error {
 	p, err := c.getProfile(ctx, name)
 	if err != nil {
 		return err
-	}
-	if len(p.Status.Revisions) == 0 {
-		fmt.Fprintf(c.stdout, "%s: no revisions in status yet\n", name)
-		return nil
 	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
+	rows := []revisionRow{}
+	for _, r := range p.Status.Revisions {
+		row := revisionRow{Name: r.Name, Generation: r.Generation, Outcome: r.Outcome, Stored: "yes"}
+		if !r.Created.IsZero() {
+			row.Created = r.Created
+		}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: r.Name}, &appsv1.ControllerRevision{}); err != nil {
+			row.Stored = "?"
+			if apierrors.IsNotFound(err) {
+				row.Stored = "no"
+			}
+		}
+		if r.Name == p.Status.CurrentRevision {
+			row.Notes = append(row.Notes, "current")
+		}
+		if r.Name == p.Status.StableRevision {
+			row.Notes = append(row.Notes, "stable")
+		}
+		if r.Name == p.Status.FailedRevision {
+			row.Notes = append(row.Notes, "failed")
+		}
+		rows = append(rows, row)
+	}
+	if output != "" {
+		return printDoc(c.stdout, output, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(c.stdout, "%s: no revisions in status yet\n", name)
+		return nil
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tGENERATION\tCREATED\tOUTCOME\tSTORED\tNOTE")
-	for _, r := range p.Status.Revisions {
+	for _, r := range rows {
 		created := "-"
 		if !r.Created.IsZero() {
 			created = r.Created.UTC().Format(time.RFC3339)
 		}
-		stored := "yes"
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: r.Name}, &appsv1.ControllerRevision{}); err != nil {
-			stored = "?"
-			if apierrors.IsNotFound(err) {
-				stored = "no"
-			}
-		}
-		var notes []string
-		if r.Name == p.Status.CurrentRevision {
-			notes = append(notes, "current")
-		}
-		if r.Name == p.Status.StableRevision {
-			notes = append(notes, "stable")
-		}
-		if r.Name == p.Status.FailedRevision {
-			notes = append(notes, "failed")
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Generation, created, orDash(r.Outcome), stored, orDash(strings.Join(notes, ",")))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, r.Generation, created, orDash(r.Outcome), r.Stored, orDash(strings.Join(r.Notes, ",")))
 	}
 	return tw.Flush()
 }
 
-// status prints the view once, or every interval until ctx ends.
-func (c *cli) status(ctx context.Context, name string, watch bool, interval time.Duration) error {
+// printDoc writes v as YAML or indented JSON.
+func printDoc(w io.Writer, output string, v any) error {
+	var b []byte
+	var err error
+	if output == "json" {
+		b, err = json.MarshalIndent(v, "", "    ")
+		b = append(b, '\n')
+	} else {
+		b, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", output, err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// status prints the view once, or with watch again on every change of the
+// profile or of a NodeNetTuning (a watch on the API server; at least
+// minInterval apart, and every 30 s anyway so that ages move on).
+func (c *cli) status(ctx context.Context, name, output string, watch bool, minInterval time.Duration) error {
 	if !watch {
-		return c.statusOnce(ctx, c.stdout, name)
+		return c.statusOnce(ctx, c.stdout, name, output)
 	}
-	if interval <= 0 {
-		return errors.New("--interval must be positive")
+	if minInterval <= 0 {
+		return usageError{errors.New("--min-interval must be positive")}
 	}
-	clear := isTerminal(c.stdout)
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	changes := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go watchForever(wctx, cl, &v1alpha1.NetTuningProfileList{}, notify, client.MatchingFields{"metadata.name": name})
+	go watchForever(wctx, cl, &v1alpha1.NodeNetTuningList{}, notify)
+
+	table := output == "" || output == "wide"
+	clear := table && isTerminal(c.stdout)
 	for frame := 0; ; frame++ {
 		// Build the whole frame first: an interrupt mid-fetch prints nothing.
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "Every %s: kubectl nettune status %s    %s\n\n", interval, name, c.now().Format(time.RFC3339))
-		if err := c.statusOnce(ctx, &b, name); err != nil {
+		if table {
+			fmt.Fprintf(&b, "kubectl nettune status %s --watch    %s\n\n", name, c.now().Format(time.RFC3339))
+		}
+		if err := c.statusOnce(ctx, &b, name, output); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -428,19 +489,62 @@ func (c *cli) status(ctx context.Context, name string, watch bool, interval time
 		switch {
 		case clear:
 			fmt.Fprint(c.stdout, "\033[H\033[2J")
+		case frame > 0 && output == "yaml":
+			fmt.Fprintln(c.stdout, "---")
 		case frame > 0:
 			fmt.Fprintln(c.stdout)
 		}
 		_, _ = c.stdout.Write(b.Bytes())
+		printed := time.Now()
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-changes:
+		case <-time.After(30 * time.Second):
+		}
+		if wait := minInterval - time.Since(printed); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
 		}
 	}
 }
 
-func (c *cli) statusOnce(ctx context.Context, w io.Writer, name string) error {
+// watchForever calls notify on every event of a watch of list, re-opening
+// the watch when the server ends it, until ctx ends.
+func watchForever(ctx context.Context, cl client.WithWatch, list client.ObjectList, notify func(), opts ...client.ListOption) {
+	for ctx.Err() == nil {
+		w, err := cl.Watch(ctx, list, opts...)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		func() {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					notify()
+				}
+			}
+		}()
+	}
+}
+
+// statusOnce writes the status view of profile name: the table (output ""
+// or "wide") or the document (yaml, json).
+func (c *cli) statusOnce(ctx context.Context, w io.Writer, name, output string) error {
 	p, err := c.getProfile(ctx, name)
 	if err != nil {
 		return err
@@ -457,8 +561,13 @@ func (c *cli) statusOnce(ctx context.Context, w io.Writer, name string) error {
 	if err := cl.List(ctx, nnts); err != nil {
 		return fmt.Errorf("listing NodeNetTunings: %w", err)
 	}
-	Render(w, p, nodes.Items, nnts.Items, c.now())
-	return nil
+	switch output {
+	case "yaml", "json":
+		return printDoc(w, output, view(p, nodes.Items, nnts.Items, c.now()))
+	default:
+		render(w, p, nodes.Items, nnts.Items, c.now(), output == "wide")
+		return nil
+	}
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -15,33 +15,19 @@ limitations under the License.
 */
 
 // Command kubectl-nettune is the kubectl plugin of nettune: put it on the
-// PATH and run `kubectl nettune ...`. It talks only to the Kubernetes API
-// (kubeconfig from --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else
-// in-cluster) and acts on a NetTuningProfile's rollout through the same
-// objects the controller reads: spec.rollout.paused, and the annotations
-// nettune.io/promote, nettune.io/abort and nettune.io/exclude.
+// PATH (or install it with krew, plugins/krew/nettune.yaml) and run
+// `kubectl nettune ...`. It takes every standard kubectl connection flag
+// (--kubeconfig, --context, --server, --as, --request-timeout, ...) and acts
+// on a NetTuningProfile's rollout through the same objects the controller
+// reads: spec.rollout.paused, and the annotations nettune.io/promote,
+// nettune.io/abort and nettune.io/exclude.
 //
-//	kubectl nettune status PROFILE [--watch] [--interval 2s]
-//	    the rollout: phase, revisions, steps ([x] done, [>] current, [ ] pending,
-//	    [!] where it was rolled back), the current step's analysis results,
-//	    the True conditions, and one row per vehicle (hardware, canary/baseline/
-//	    excluded, assigned revision, verified/total nodes, Verified/Updating/
-//	    Unreachable/Failed, last heartbeat).
-//	kubectl nettune promote PROFILE
-//	    nettune.io/promote=<status.currentRevision>@<status.currentStep>: skip the current pause step
-//	    (or analysis step) now.
-//	kubectl nettune pause PROFILE / resume PROFILE
-//	    spec.rollout.paused=true / false.
-//	kubectl nettune abort PROFILE
-//	    nettune.io/abort=<status.currentRevision>: roll the revision in
-//	    progress back; every vehicle returns to the stable revision.
-//	kubectl nettune undo PROFILE [--to-revision NAME] [--namespace nettune-system]
-//	    restore the profile's content (everything but spec.rollout) from a
-//	    stored revision (a ControllerRevision; default status.stableRevision).
-//	kubectl nettune exclude PROFILE VEHICLE... / include PROFILE VEHICLE...
-//	    edit nettune.io/exclude: excluded vehicles stay on the stable revision.
-//	kubectl nettune revisions PROFILE
-//	    the revision history from status.revisions.
+//	kubectl nettune status PROFILE [-w] [-o yaml|json|wide]
+//	kubectl nettune promote|pause|resume|abort PROFILE
+//	kubectl nettune undo PROFILE [--to-revision NAME]
+//	kubectl nettune exclude|include PROFILE VEHICLE...
+//	kubectl nettune revisions PROFILE [-o yaml|json]
+//	kubectl nettune completion bash|zsh|fish|powershell
 //
 // promote and abort fail when nothing is rolling out (the current revision is
 // the stable one, or it was rolled back). Every change is a JSON merge patch
@@ -53,7 +39,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -64,10 +49,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/scheme"
 )
 
@@ -100,31 +89,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 type cli struct {
 	stdout, stderr io.Writer
 
-	kubeconfig  string
-	kubecontext string
-	namespace   string
+	flags *genericclioptions.ConfigFlags
+	// namespace is where the controller's revisions (ControllerRevisions)
+	// are: --namespace, else defaultRevisionNamespace.
+	namespace string
 
-	c   client.Client
+	c   client.WithWatch
 	now func() time.Time
 }
 
-// register adds the flags every command takes.
-func (c *cli) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.kubeconfig, "kubeconfig", c.kubeconfig, "path of the kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	fs.StringVar(&c.kubecontext, "context", c.kubecontext, "kubeconfig context to use")
-	fs.StringVar(&c.namespace, "namespace", c.namespace, "namespace of the controller's revisions (ControllerRevisions)")
-	fs.StringVar(&c.namespace, "n", c.namespace, "shorthand for --namespace")
-}
-
 // client connects to the API server once.
-func (c *cli) client() (client.Client, error) {
+func (c *cli) client() (client.WithWatch, error) {
 	if c.c != nil {
 		return c.c, nil
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.kubecontext}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := c.flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
@@ -133,7 +112,7 @@ func (c *cli) client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: s})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
@@ -141,247 +120,242 @@ func (c *cli) client() (client.Client, error) {
 	return cl, nil
 }
 
-// command is one subcommand.
-type command struct {
-	name     string
-	args     string // positional arguments, for usage
-	summary  string
-	minArgs  int
-	maxArgs  int // -1: unbounded
-	examples []string
-	// flags registers the command's own flags; the returned function runs it.
-	flags func(fs *flag.FlagSet, c *cli) func(ctx context.Context, pos []string) error
-}
+// usageError is a command line the plugin cannot run (exit status 2).
+type usageError struct{ error }
 
-func commands() []command {
-	return []command{
-		{
-			name: "status", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "show the rollout: steps, analysis, conditions and every vehicle",
-			examples: []string{"kubectl nettune status xavier-lan", "kubectl nettune status xavier-lan --watch --interval 5s"},
-			flags: func(fs *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				watch := fs.Bool("watch", false, "print the status again every --interval until interrupted")
-				fs.BoolVar(watch, "w", false, "shorthand for --watch")
-				interval := fs.Duration("interval", 2*time.Second, "time between two prints with --watch")
-				return func(ctx context.Context, pos []string) error {
-					return c.status(ctx, pos[0], *watch, *interval)
-				}
-			},
-		},
-		{
-			name: "promote", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "skip the current pause (or analysis) step of the rollout in progress",
-			examples: []string{"kubectl nettune promote xavier-lan"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.promote(ctx, pos[0]) }
-			},
-		},
-		{
-			name: "pause", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "hold the rollout at its current step (spec.rollout.paused=true)",
-			examples: []string{"kubectl nettune pause xavier-lan"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.setPaused(ctx, pos[0], true) }
-			},
-		},
-		{
-			name: "resume", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "let a paused rollout go on (spec.rollout.paused=false)",
-			examples: []string{"kubectl nettune resume xavier-lan"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.setPaused(ctx, pos[0], false) }
-			},
-		},
-		{
-			name: "abort", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "roll the revision in progress back: every vehicle returns to the stable revision",
-			examples: []string{"kubectl nettune abort xavier-lan"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.abort(ctx, pos[0]) }
-			},
-		},
-		{
-			name: "undo", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "restore the profile's content from a stored revision (default: the stable one), keeping spec.rollout",
-			examples: []string{"kubectl nettune undo xavier-lan", "kubectl nettune undo xavier-lan --to-revision xavier-lan-5f7c9d2a1b"},
-			flags: func(fs *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				to := fs.String("to-revision", "", "revision to restore (default: status.stableRevision); see 'kubectl nettune revisions PROFILE'")
-				return func(ctx context.Context, pos []string) error { return c.undo(ctx, pos[0], *to) }
-			},
-		},
-		{
-			name: "exclude", args: "PROFILE VEHICLE...", minArgs: 2, maxArgs: -1,
-			summary:  "keep vehicles on the stable revision (annotation nettune.io/exclude)",
-			examples: []string{"kubectl nettune exclude xavier-lan av-017 av-023"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.editExcluded(ctx, pos[0], pos[1:], true) }
-			},
-		},
-		{
-			name: "include", args: "PROFILE VEHICLE...", minArgs: 2, maxArgs: -1,
-			summary:  "take excluded vehicles back into the rollout",
-			examples: []string{"kubectl nettune include xavier-lan av-017"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.editExcluded(ctx, pos[0], pos[1:], false) }
-			},
-		},
-		{
-			name: "revisions", args: "PROFILE", minArgs: 1, maxArgs: 1,
-			summary:  "list the profile's revision history (status.revisions)",
-			examples: []string{"kubectl nettune revisions xavier-lan"},
-			flags: func(_ *flag.FlagSet, c *cli) func(context.Context, []string) error {
-				return func(ctx context.Context, pos []string) error { return c.revisions(ctx, pos[0]) }
-			},
-		},
+// args checks the number of positional arguments, naming what is expected.
+func args(want string, minArgs, maxArgs int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, pos []string) error {
+		if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
+			got := ""
+			if len(pos) > 0 {
+				got = ": " + strings.Join(pos, " ")
+			}
+			return usageError{fmt.Errorf("expected %s, got %d argument(s)%s", want, len(pos), got)}
+		}
+		return nil
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `kubectl nettune: watch and steer nettune rollouts (NetTuningProfile).
-
-Usage:
-  kubectl nettune COMMAND ARGS [flags]
-  kubectl nettune help COMMAND
-
-Commands:
-`)
-	cmds := commands()
-	width := 0
-	for _, c := range cmds {
-		if n := len(c.name) + 1 + len(c.args); n > width {
-			width = n
-		}
-	}
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name+" "+c.args, c.summary)
-	}
-	fmt.Fprint(w, "\nExamples:\n")
-	for _, c := range cmds {
-		for _, e := range c.examples {
-			fmt.Fprintf(w, "  %s\n", e)
-		}
-	}
-	fmt.Fprintf(w, `
-Flags of every command:
-  --kubeconfig PATH   kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)
-  --context NAME      kubeconfig context
-  -n, --namespace NS  namespace of the controller's revisions (default %s)
-`, defaultRevisionNamespace)
+// outputFlag adds -o/--output with the formats allowed.
+func outputFlag(fs *pflag.FlagSet, formats ...string) *string {
+	return fs.StringP("output", "o", "", "output format: one of "+strings.Join(formats, "|")+" (default: the table view)")
 }
 
-func commandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "kubectl nettune %s %s: %s\n\nUsage:\n  kubectl nettune %s %s [flags]\n\nExamples:\n", cmd.name, cmd.args, cmd.summary, cmd.name, cmd.args)
-	for _, e := range cmd.examples {
-		fmt.Fprintf(w, "  %s\n", e)
+func checkOutput(o string, formats ...string) error {
+	if o == "" {
+		return nil
 	}
-	fmt.Fprint(w, "\nFlags:\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	for _, f := range formats {
+		if o == f {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("unknown output format %q: use one of %s", o, strings.Join(formats, ", "))}
 }
 
-// runContext dispatches to a command; ctx ends --watch.
-func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr, namespace: defaultRevisionNamespace, now: time.Now}
-	return c.main(ctx, args)
+// newRoot builds the command tree; ctx ends --watch.
+func (c *cli) newRoot(ctx context.Context) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubectl-nettune",
+		Short: "Watch and steer nettune rollouts (NetTuningProfile)",
+		Long: `kubectl nettune: watch and steer nettune rollouts (NetTuningProfile).
+
+It changes only what the controller reads: spec.rollout.paused and the
+annotations nettune.io/promote, nettune.io/abort and nettune.io/exclude.`,
+		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nettune"},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed && f.Value.String() != "" {
+				c.namespace = f.Value.String()
+			}
+		},
+	}
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetContext(ctx)
+	c.flags.AddFlags(root.PersistentFlags())
+	if f := root.PersistentFlags().Lookup("namespace"); f != nil {
+		f.Usage = "namespace of the controller's revisions (ControllerRevisions; default " + defaultRevisionNamespace + ")"
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	profileArg := c.completeProfiles
+	one := func(use, short, example string, do func(ctx context.Context, name string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " PROFILE", Short: short, Example: example,
+			Args:              args("PROFILE", 1, 1),
+			ValidArgsFunction: profileArg,
+			RunE:              func(cmd *cobra.Command, pos []string) error { return do(cmd.Context(), pos[0]) },
+		}
+	}
+
+	status := &cobra.Command{
+		Use:   "status PROFILE",
+		Short: "Show the rollout: steps, analysis, conditions and every vehicle",
+		Long: `Show the rollout: phase, revisions, steps ([x] done, [>] current, [ ] pending,
+[!] where it was rolled back), the current step's analysis results, the True
+conditions, and one row per vehicle (hardware, canary/baseline/excluded,
+assigned revision, verified/total nodes, Verified/Updating/Unreachable/Failed,
+last heartbeat).
+
+With -w it watches the profile and the NodeNetTunings on the API server and
+prints the view again on every change (at most once per --min-interval).
+-o yaml|json prints the same view as a document; -o wide adds each vehicle's
+nodes.`,
+		Example: `  kubectl nettune status xavier-lan
+  kubectl nettune status xavier-lan -w
+  kubectl nettune status xavier-lan -o yaml`,
+		Args:              args("PROFILE", 1, 1),
+		ValidArgsFunction: profileArg,
+	}
+	watch := status.Flags().BoolP("watch", "w", false, "after the first view, print it again whenever the profile or a NodeNetTuning changes, until interrupted")
+	minInterval := status.Flags().Duration("min-interval", time.Second, "with --watch, the least time between two views")
+	statusOut := outputFlag(status.Flags(), "yaml", "json", "wide")
+	status.RunE = func(cmd *cobra.Command, pos []string) error {
+		if err := checkOutput(*statusOut, "yaml", "json", "wide"); err != nil {
+			return err
+		}
+		return c.status(cmd.Context(), pos[0], *statusOut, *watch, *minInterval)
+	}
+
+	undo := &cobra.Command{
+		Use:   "undo PROFILE",
+		Short: "Restore the profile's content from a stored revision (default: the stable one), keeping spec.rollout",
+		Example: `  kubectl nettune undo xavier-lan
+  kubectl nettune undo xavier-lan --to-revision xavier-lan-5f7c9d2a1b`,
+		Args:              args("PROFILE", 1, 1),
+		ValidArgsFunction: profileArg,
+	}
+	to := undo.Flags().String("to-revision", "", "revision to restore (default: status.stableRevision); see 'kubectl nettune revisions PROFILE'")
+	undo.RunE = func(cmd *cobra.Command, pos []string) error { return c.undo(cmd.Context(), pos[0], *to) }
+
+	vehicles := func(use, short, example string, exclude bool) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " PROFILE VEHICLE...", Short: short, Example: example,
+			Args:              args("PROFILE VEHICLE...", 2, -1),
+			ValidArgsFunction: c.completeProfileThenVehicles,
+			RunE: func(cmd *cobra.Command, pos []string) error {
+				return c.editExcluded(cmd.Context(), pos[0], pos[1:], exclude)
+			},
+		}
+	}
+
+	revisions := &cobra.Command{
+		Use:               "revisions PROFILE",
+		Short:             "List the profile's revision history (status.revisions)",
+		Example:           "  kubectl nettune revisions xavier-lan\n  kubectl nettune revisions xavier-lan -o json",
+		Args:              args("PROFILE", 1, 1),
+		ValidArgsFunction: profileArg,
+	}
+	revOut := outputFlag(revisions.Flags(), "yaml", "json")
+	revisions.RunE = func(cmd *cobra.Command, pos []string) error {
+		if err := checkOutput(*revOut, "yaml", "json"); err != nil {
+			return err
+		}
+		return c.revisions(cmd.Context(), pos[0], *revOut)
+	}
+
+	root.AddCommand(
+		status,
+		one("promote", "Skip the current pause (or analysis) step of the rollout in progress", "  kubectl nettune promote xavier-lan", c.promote),
+		one("pause", "Hold the rollout at its current step (spec.rollout.paused=true)", "  kubectl nettune pause xavier-lan",
+			func(ctx context.Context, name string) error { return c.setPaused(ctx, name, true) }),
+		one("resume", "Let a paused rollout go on (spec.rollout.paused=false)", "  kubectl nettune resume xavier-lan",
+			func(ctx context.Context, name string) error { return c.setPaused(ctx, name, false) }),
+		one("abort", "Roll the revision in progress back: every vehicle returns to the stable revision", "  kubectl nettune abort xavier-lan", c.abort),
+		undo,
+		vehicles("exclude", "Keep vehicles on the stable revision (annotation nettune.io/exclude)", "  kubectl nettune exclude xavier-lan av-017 av-023", true),
+		vehicles("include", "Take excluded vehicles back into the rollout", "  kubectl nettune include xavier-lan av-017", false),
+		revisions,
+	)
+	return root
 }
 
-func (c *cli) main(ctx context.Context, args []string) int {
-	// Connection flags may come before the command too.
-	global := flag.NewFlagSet("kubectl nettune", flag.ContinueOnError)
-	global.SetOutput(io.Discard)
-	c.register(global)
-	if err := global.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage(c.stdout)
-			return exitOK
+// completeProfiles completes the first argument with the profiles' names.
+func (c *cli) completeProfiles(cmd *cobra.Command, pos []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(pos) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return c.profileNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeProfileThenVehicles completes a profile, then the vehicles it
+// selects.
+func (c *cli) completeProfileThenVehicles(cmd *cobra.Command, pos []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(pos) == 0 {
+		return c.profileNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+	}
+	p, err := c.getProfile(cmd.Context(), pos[0])
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cl, err := c.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	nodes := &corev1.NodeList{}
+	if err := cl.List(cmd.Context(), nodes); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	rows, _, err := vehicleRows(p, nodes.Items, nil, c.now())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	given := map[string]bool{}
+	for _, v := range pos[1:] {
+		given[v] = true
+	}
+	var out []string
+	for _, r := range rows {
+		if !given[r.Name] {
+			out = append(out, r.Name)
 		}
-		fmt.Fprintf(c.stderr, "kubectl nettune: %v\n\n", err)
-		usage(c.stderr)
-		return exitUsage
 	}
-	args = global.Args()
-	if len(args) == 0 {
-		usage(c.stderr)
-		return exitUsage
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (c *cli) profileNames(ctx context.Context) []string {
+	cl, err := c.client()
+	if err != nil {
+		return nil
 	}
-	name, args := args[0], args[1:]
-	help := false
-	if name == "help" {
-		if len(args) == 0 {
-			usage(c.stdout)
-			return exitOK
-		}
-		name, args, help = args[0], nil, true
+	l := &v1alpha1.NetTuningProfileList{}
+	if err := cl.List(ctx, l); err != nil {
+		return nil
 	}
-	var cmd *command
-	for _, k := range commands() {
-		if k.name == name {
-			k := k
-			cmd = &k
-		}
+	names := make([]string, 0, len(l.Items))
+	for _, p := range l.Items {
+		names = append(names, p.Name)
 	}
-	if cmd == nil {
-		fmt.Fprintf(c.stderr, "kubectl nettune: unknown command %q\n\n", name)
-		usage(c.stderr)
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("kubectl nettune "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	c.register(fs)
-	do := cmd.flags(fs, c)
-	if help {
-		commandUsage(c.stdout, *cmd, fs)
+	sort.Strings(names)
+	return names
+}
+
+// runContext runs one command line; ctx ends --watch.
+func runContext(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr, namespace: defaultRevisionNamespace, now: time.Now,
+		flags: genericclioptions.NewConfigFlags(true)}
+	root := c.newRoot(ctx)
+	root.SetArgs(argv)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			commandUsage(c.stdout, *cmd, fs)
-			return exitOK
-		}
-		fmt.Fprintf(c.stderr, "kubectl nettune %s: %v\n\n", cmd.name, err)
-		commandUsage(c.stderr, *cmd, fs)
-		return exitUsage
+	name := "kubectl nettune"
+	if cmd != nil && cmd != root {
+		name += " " + cmd.Name()
 	}
-	if len(pos) < cmd.minArgs || (cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs) {
-		fmt.Fprintf(c.stderr, "kubectl nettune %s: expected %s, got %d argument(s)%s\n\n", cmd.name, cmd.args, len(pos), listSuffix(pos))
-		commandUsage(c.stderr, *cmd, fs)
+	var ue usageError
+	switch {
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+		fmt.Fprintf(stderr, "%s: %v\nSee '%s --help'.\n", name, err, name)
 		return exitUsage
-	}
-	if err := do(ctx, pos); err != nil {
-		fmt.Fprintf(c.stderr, "kubectl nettune %s: %v\n", cmd.name, err)
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
-	}
-	return exitOK
-}
-
-func listSuffix(pos []string) string {
-	if len(pos) == 0 {
-		return ""
-	}
-	return ": " + strings.Join(pos, " ")
-}
-
-// parseInterspersed parses flags anywhere among the positional arguments
-// (`status xavier-lan --watch`); "--" ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		// The flag package drops a "--" it stopped at: everything after it
-		// is positional.
-		consumed := len(args) - len(rest)
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
 	}
 }
 

@@ -20,7 +20,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +36,31 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/nettest"
 )
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 // These tests run the plugin's entry point against a real etcd +
 // kube-apiserver (internal/localcp) and check the API objects it leaves.
@@ -331,22 +356,83 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 	})
 
 	t.Run("status --watch", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		// A real watch: a change made while it runs shows in a later view.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		var out, errb bytes.Buffer
-		code := runContext(ctx, []string{"status", name, "--watch", "--interval", "1s", "--kubeconfig", p.kubeconfig}, &out, &errb)
-		if code != exitOK {
+		var out syncBuffer
+		var errb bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			done <- runContext(ctx, []string{"status", name, "--watch", "--min-interval", "200ms", "--kubeconfig", p.kubeconfig}, &out, &errb)
+		}()
+		header := "kubectl nettune status xavier-lan --watch"
+		nettest.WaitFor(t, 10*time.Second, func() error {
+			if !strings.Contains(out.String(), header) {
+				return errors.New("no first view yet")
+			}
+			return nil
+		})
+		time.Sleep(500 * time.Millisecond) // let the watches' first events pass
+		before := strings.Count(out.String(), header)
+		pr := p.profile(name)
+		patch := client.MergeFrom(pr.DeepCopy())
+		if pr.Annotations == nil {
+			pr.Annotations = map[string]string{}
+		}
+		pr.Annotations[v1alpha1.ExcludeAnnotation] = "car-3"
+		if err := p.c.Patch(context.Background(), pr, patch); err != nil {
+			t.Fatal(err)
+		}
+		nettest.WaitFor(t, 10*time.Second, func() error {
+			if !regexp.MustCompile(`car-3 +xavier +excluded`).MatchString(out.String()) {
+				return fmt.Errorf("the exclusion has not shown (%d views)", strings.Count(out.String(), header))
+			}
+			return nil
+		})
+		cancel()
+		if code := <-done; code != exitOK {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
-		frames := strings.Count(out.String(), "Every 1s: kubectl nettune status xavier-lan")
-		if frames < 2 || strings.Count(out.String(), "Profile:           xavier-lan") != frames {
-			t.Errorf("%d frames in 2.5s at 1s:\n%s", frames, out.String())
+		frames := strings.Count(out.String(), header)
+		t.Logf("%d views, %d before the change", frames, before)
+		if frames <= before || strings.Count(out.String(), "Profile:           xavier-lan") != frames {
+			t.Errorf("%d views, %d before the change:\n%s", frames, before, out.String())
 		}
 		if strings.Contains(out.String(), "\033[") {
 			t.Errorf("clear-screen escape written to a non-terminal")
 		}
-		if !strings.Contains(out.String(), "\n\nEvery 1s") {
-			t.Errorf("frames not separated by a blank line:\n%s", out.String())
+		if !strings.Contains(out.String(), "\n\n"+header) {
+			t.Errorf("views not separated by a blank line:\n%s", out.String())
+		}
+		// Undo the exclusion for the subtests below.
+		pr = p.profile(name)
+		patch = client.MergeFrom(pr.DeepCopy())
+		delete(pr.Annotations, v1alpha1.ExcludeAnnotation)
+		if err := p.c.Patch(context.Background(), pr, patch); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("status -o yaml and json", func(t *testing.T) {
+		var doc statusView
+		if err := yaml.Unmarshal([]byte(p.ok("status", name, "-o", "yaml")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Profile != name || doc.Status.CurrentRevision != rev2 || doc.Status.StableRevision != rev1 || len(doc.Vehicles) != 3 {
+			t.Fatalf("yaml view %+v", doc)
+		}
+		if v := doc.Vehicles[1]; v.Name != "car-2" || v.State != "Unreachable" || v.Nodes != 2 || v.Verified != 0 || len(v.NodeNames) != 2 {
+			t.Errorf("car-2 in yaml: %+v", v)
+		}
+		var js statusView
+		if err := json.Unmarshal([]byte(p.ok("status", name, "-o", "json")), &js); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(js.Vehicles, doc.Vehicles) {
+			t.Errorf("json and yaml differ:\n%+v\n%+v", js.Vehicles, doc.Vehicles)
+		}
+		if wide := p.ok("status", name, "-o", "wide"); !strings.Contains(wide, "NODE NAMES") || !strings.Contains(wide, doc.Vehicles[0].NodeNames[0]) {
+			t.Errorf("-o wide has no node names:\n%s", wide)
 		}
 	})
 

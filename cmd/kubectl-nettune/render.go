@@ -59,13 +59,43 @@ var shownConditions = []string{
 // it may select and their NodeNetTunings (matched by name), at time now. It
 // is a pure function of its arguments.
 func Render(w io.Writer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) {
+	render(w, p, nodes, nnts, now, false)
+}
+
+// render is Render; wide adds each vehicle's nodes to the vehicle table.
+func render(w io.Writer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time, wide bool) {
 	var b bytes.Buffer
 	renderHeader(&b, p, now)
 	renderSteps(&b, p, now)
 	renderAnalysis(&b, p, now)
 	renderConditions(&b, p)
-	renderVehicles(&b, p, nodes, nnts, now)
+	renderVehicles(&b, p, nodes, nnts, now, wide)
 	_, _ = w.Write(b.Bytes())
+}
+
+// statusView is the status view as a document (-o yaml|json).
+type statusView struct {
+	Profile         string                          `json:"profile"`
+	Generation      int64                           `json:"generation"`
+	Status          v1alpha1.NetTuningProfileStatus `json:"status"`
+	Vehicles        []vehicleRow                    `json:"vehicles"`
+	UnlabelledNodes []string                        `json:"unlabelledNodes,omitempty"`
+	// VehicleError is why the vehicles could not be listed (a bad selector).
+	VehicleError string `json:"vehicleError,omitempty"`
+}
+
+// view builds the status view document.
+func view(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) statusView {
+	v := statusView{Profile: p.Name, Generation: p.Generation, Status: p.Status}
+	rows, unlabelled, err := vehicleRows(p, nodes, nnts, now)
+	if err != nil {
+		v.VehicleError = err.Error()
+	}
+	v.Vehicles, v.UnlabelledNodes = rows, unlabelled
+	if v.Vehicles == nil {
+		v.Vehicles = []vehicleRow{}
+	}
+	return v
 }
 
 func orDash(s string) string {
@@ -363,14 +393,15 @@ func renderConditions(b *bytes.Buffer, p *v1alpha1.NetTuningProfile) {
 
 // vehicleRow is one line of the vehicle table.
 type vehicleRow struct {
-	Name     string
-	Hardware string
-	Role     string
-	Revision string
-	Verified int
-	Nodes    int
-	State    string
-	LastSeen time.Time // zero: some node never reported
+	Name      string    `json:"name"`
+	Hardware  string    `json:"hardware,omitempty"`
+	Role      string    `json:"role"`
+	Revision  string    `json:"revision"`
+	Verified  int       `json:"verifiedNodes"`
+	Nodes     int       `json:"nodes"`
+	State     string    `json:"state"`
+	LastSeen  time.Time `json:"lastSeen,omitzero"` // zero: some node never reported
+	NodeNames []string  `json:"nodeNames"`
 }
 
 // vehicleRows groups the nodes p selects into vehicles and summarizes each
@@ -399,6 +430,9 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 	for _, v := range f.Observe(p.Name, byNode) {
 		r := vehicleRow{Name: v.Name, Role: roleBaseline, Nodes: v.Nodes, Verified: v.VerifiedNodes, LastSeen: v.LastSeen,
 			Hardware: strings.Join(v.Hardware, "+"), Revision: orDash(v.Assigned)}
+		for _, n := range f.Vehicles[v.Name] {
+			r.NodeNames = append(r.NodeNames, n.Name)
+		}
 		switch {
 		case excluded[v.Name]:
 			r.Role = roleExcluded
@@ -423,7 +457,7 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 	return rows, f.Unlabelled, nil
 }
 
-func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time) {
+func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time, wide bool) {
 	rows, unlabelled, err := vehicleRows(p, nodes, nnts, now)
 	b.WriteString("\n")
 	if err != nil {
@@ -435,13 +469,21 @@ func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev
 		fmt.Fprintf(b, "No vehicles: no node selected by the profile carries the label %s.\n", vehicleLabel)
 	} else {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "VEHICLE\tHARDWARE\tROLE\tREVISION\tNODES\tSTATE\tLAST SEEN")
+		head := "VEHICLE\tHARDWARE\tROLE\tREVISION\tNODES\tSTATE\tLAST SEEN"
+		if wide {
+			head += "\tNODE NAMES"
+		}
+		fmt.Fprintln(tw, head)
 		for _, r := range rows {
 			seen := "never"
 			if !r.LastSeen.IsZero() {
 				seen = age(r.LastSeen, now) + " ago"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, orDash(r.Hardware), r.Role, r.Revision, r.Verified, r.Nodes, r.State, seen)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", r.Name, orDash(r.Hardware), r.Role, r.Revision, r.Verified, r.Nodes, r.State, seen)
+			if wide {
+				fmt.Fprintf(tw, "\t%s", strings.Join(r.NodeNames, ","))
+			}
+			fmt.Fprintln(tw)
 		}
 		_ = tw.Flush()
 	}

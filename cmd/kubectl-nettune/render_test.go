@@ -315,16 +315,40 @@ func TestStepMarkers(t *testing.T) {
 	}
 }
 
-func TestParseInterspersed(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	w := fs.Bool("watch", false, "")
-	to := fs.String("to-revision", "", "")
-	pos, err := parseInterspersed(fs, []string{"a", "--watch", "b", "--to-revision", "r", "--", "--c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !*w || *to != "r" || !reflect.DeepEqual(pos, []string{"a", "b", "--c"}) {
-		t.Errorf("watch=%v to=%q pos=%q", *w, *to, pos)
+// TestCommandLine checks what needs no API server: kubectl's standard
+// flags on every command, usage errors (exit 2) naming what is wrong, and
+// shell completion scripts.
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  []string // in stdout
+		err  []string // in stderr
+	}{
+		{[]string{"status", "--help"}, exitOK, []string{"kubectl nettune status PROFILE", "-w, --watch", "-o, --output string", "--as string", "--server string", "--request-timeout string", "--kubeconfig string", "-n, --namespace string"}, nil},
+		{[]string{"status", "a", "b"}, exitUsage, nil, []string{"kubectl nettune status: expected PROFILE, got 2 argument(s): a b"}},
+		{[]string{"status", "a", "-o", "xml"}, exitUsage, nil, []string{`unknown output format "xml"`}},
+		{[]string{"revisions", "a", "-o", "wide"}, exitUsage, nil, []string{`unknown output format "wide"`}},
+		{[]string{"exclude", "a"}, exitUsage, nil, []string{"expected PROFILE VEHICLE..., got 1 argument(s): a"}},
+		{[]string{"status", "a", "--frobnicate"}, exitUsage, nil, []string{"unknown flag: --frobnicate"}},
+		{[]string{"completion", "bash"}, exitOK, []string{"__start_kubectl-nettune"}, nil},
+		{[]string{"completion", "zsh"}, exitOK, []string{"#compdef kubectl-nettune"}, nil},
+	} {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out.String(), errb.String())
+		}
+		for _, w := range tc.out {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%q: stdout lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		for _, w := range tc.err {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, w, errb.String())
+			}
+		}
 	}
 }
 

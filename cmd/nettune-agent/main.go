@@ -139,7 +139,6 @@ func run(args []string, out io.Writer) (int, error) {
 		return report(out, o)
 	case "apply", "diff":
 		file := fs.String("f", "", "NodeNetTuning manifest (or a bare spec) to apply")
-		itemDelay := fs.Duration("test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
 		if err := fs.Parse(args); err != nil {
 			return 1, err
 		}
@@ -157,7 +156,6 @@ func run(args []string, out io.Writer) (int, error) {
 		if cmd == "diff" {
 			return diff(e, spec, out)
 		}
-		e.ItemDelay = *itemDelay
 		o, err := e.Apply(ctx, spec)
 		if err != nil {
 			return 1, err

@@ -347,6 +347,67 @@ func (p *process) kill() {
 	})
 }
 
+// freezeUntil stops p (SIGSTOP, every thread), calls look while it is
+// stopped, and resumes it (SIGCONT), again and again at random sub-millisecond
+// gaps, until look says stop there: then p stays frozen (for the caller to
+// kill) and freezeUntil returns what look saw and true. It returns false when
+// p ended, or ran past the point look waits for (look's counts with done
+// false after the last freeze are returned), or timeout passed.
+func freezeUntil(t *testing.T, p *process, timeout time.Duration, look func() (map[string]int, bool)) (map[string]int, bool) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && p.running() {
+		time.Sleep(time.Duration(nettest.RandInt(t, 1000)) * time.Microsecond)
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return nil, false
+		}
+		if !waitStopped(pid, time.Second) {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			continue
+		}
+		c, done := look()
+		if done {
+			return c, true
+		}
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		if c["r2"] > 0 { // past the batch without a look inside it
+			return c, false
+		}
+	}
+	return nil, false
+}
+
+// waitStopped waits until every thread of pid is stopped (state T).
+func waitStopped(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			return false
+		}
+		all := true
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				all = false
+				break
+			}
+			// "pid (comm) S ...": the state follows the last ')'.
+			st := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(st) == 0 || (st[0] != "T" && st[0] != "t") {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return false
+}
+
 func (p *process) running() bool {
 	select {
 	case <-p.exited:
@@ -361,15 +422,18 @@ func TestAgentCLI(t *testing.T) {
 	bin := buildAgent(t)
 	env := agentEnv(t)
 
-	// CrashRecovery kills `apply` of r2 with SIGKILL at random points while
-	// its 50 routes are being written (slowed down by
-	// --test-apply-item-delay), runs `boot` after each kill and checks that
-	// the host is back in r1 — all 50 routes and the sysctls, never a mix.
-	// Then r2 is applied to completion and survives a boot.
+	// CrashRecovery kills `apply` of r2 with SIGKILL at points across the
+	// whole apply, on the production path (all routes in one batch), runs
+	// `boot` after each kill and checks that the host is back in r1 — all
+	// 150 routes and the sysctls, never a mix. To land a kill inside the
+	// batch, which takes milliseconds, the test freezes the agent from
+	// outside (SIGSTOP) again and again, looks at the host while it is
+	// frozen, and kills it when some routes but not all are in r2. Then r2
+	// is applied to completion and survives a boot.
 	t.Run("CrashRecovery", func(t *testing.T) {
 		p := newPair(t)
 		dir := t.TempDir()
-		hosts := p.hosts(50)
+		hosts := p.hosts(150)
 		common := []string{"--state-dir", dir, "--netns", p.A}
 		r1 := writeSpec(t, p.spec("r1", hosts, r1Params, r1Rmem), true)
 		r2 := writeSpec(t, p.spec("r2", hosts, r2Params, r2Rmem), false)
@@ -382,7 +446,7 @@ func TestAgentCLI(t *testing.T) {
 		if res.code != 0 || !strings.Contains(res.stdout, "applied revision r1") {
 			t.Fatalf("apply r1: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		t.Logf("apply r1 (50 routes, CLI): %s", strings.SplitN(res.stdout, "\n", 2)[0])
+		t.Logf("apply r1 (%d routes, CLI): %s", len(hosts), strings.SplitN(res.stdout, "\n", 2)[0])
 		assertAll(t, p.A, hosts, "r1", r1Rmem, "after apply r1", wmem0)
 		if t.Failed() {
 			t.FailNow()
@@ -390,20 +454,47 @@ func TestAgentCLI(t *testing.T) {
 
 		type killPlan struct {
 			name    string
-			untilR2 int           // kill once this many routes are in r2 ...
+			mid     bool          // kill while some routes but not all are in r2 ...
+			routes  bool          // ... or once every route is in r2 ...
 			sysctls bool          // ... or once r2's last sysctl is written ...
 			after   time.Duration // ... or this long after the start
 		}
 		plans := []killPlan{{name: "early", after: time.Duration(nettest.RandInt(t, 150)) * time.Millisecond}}
 		for range 3 {
-			plans = append(plans, killPlan{name: "mid-routes", untilR2: 1 + nettest.RandInt(t, 48)})
+			plans = append(plans, killPlan{name: "mid-routes", mid: true})
 		}
-		plans = append(plans, killPlan{name: "all-routes-written", untilR2: len(hosts)},
+		plans = append(plans, killPlan{name: "all-routes-written", routes: true},
 			killPlan{name: "everything-written-not-committed", sysctls: true})
-		for i, plan := range plans {
-			proc := startAgent(t, env, append([]string{bin, "apply", "-f", r2, "--test-apply-item-delay", "20ms"}, common...)...)
+		missed, landed := 0, 0
+		for i := 0; i < len(plans); i++ {
+			plan := plans[i]
+			proc := startAgent(t, env, append([]string{bin, "apply", "-f", r2}, common...)...)
 			start := time.Now()
+			var at map[string]int // routes when the kill was decided, if frozen
 			switch {
+			case plan.mid:
+				var caught bool
+				at, caught = freezeUntil(t, proc, 15*time.Second, func() (map[string]int, bool) {
+					_, c := routeStates(t, p.A, hosts)
+					return c, c["r2"] > 0 && c["r2"] < len(hosts)
+				})
+				if caught {
+					landed++
+				} else {
+					// The batch went by between two looks: undo and try again.
+					missed++
+					if missed > 20 {
+						t.Fatalf("kill %d: 20 tries never found the batch half-written", i)
+					}
+					plans = append(plans[:i+1], plans[i:]...)
+				}
+			case plan.routes:
+				nettest.WaitFor(t, 15*time.Second, func() error {
+					if _, c := routeStates(t, p.A, hosts); c["r2"] != len(hosts) {
+						return fmt.Errorf("routes %v", c)
+					}
+					return nil
+				})
 			case plan.sysctls:
 				// The last item is written; verify and probe (500ms) follow.
 				nettest.WaitFor(t, 15*time.Second, func() error {
@@ -412,23 +503,11 @@ func TestAgentCLI(t *testing.T) {
 					}
 					return nil
 				})
-			case plan.untilR2 == 0:
-				time.Sleep(plan.after)
 			default:
-				for {
-					_, counts := routeStates(t, p.A, hosts)
-					if counts["r2"] >= plan.untilR2 {
-						break
-					}
-					if !proc.running() || time.Since(start) > 15*time.Second {
-						t.Fatalf("kill %d: apply ended or stalled before %d routes were in r2 (%v): %v\n%s", i, plan.untilR2, counts, proc.err, proc.out.String())
-					}
-					time.Sleep(time.Millisecond)
-				}
-				time.Sleep(time.Duration(nettest.RandInt(t, 20)) * time.Millisecond) // anywhere in the item
+				time.Sleep(plan.after)
 			}
 			if !proc.running() {
-				t.Fatalf("kill %d: apply finished before the kill (%v)\n%s", i, proc.err, proc.out.String())
+				t.Fatalf("kill %d (%s): apply finished before the kill (%v)\n%s", i, plan.name, proc.err, proc.out.String())
 			}
 			proc.kill()
 			var exit *exec.ExitError
@@ -436,10 +515,13 @@ func TestAgentCLI(t *testing.T) {
 				t.Fatalf("kill %d: apply ended with %v, not SIGKILL", i, proc.err)
 			}
 			_, counts := routeStates(t, p.A, hosts)
+			if at != nil && (counts["r2"] != at["r2"]) {
+				t.Errorf("kill %d: %d routes in r2 when frozen, %d after the kill: the process was not stopped", i, at["r2"], counts["r2"])
+			}
 			journal := journalExists(t, dir)
 			t.Logf("kill %d (%s) after %s: routes at the kill %v, tcp_rmem %q, tcp_wmem %q, journal pending %v",
 				i, plan.name, time.Since(start).Round(time.Millisecond), counts, sysctlOf(t, p.A, "net.ipv4.tcp_rmem"), sysctlOf(t, p.A, "net.ipv4.tcp_wmem"), journal)
-			if (plan.untilR2 > 0 || plan.sysctls) && !journal {
+			if counts["r2"] > 0 && !journal {
 				t.Errorf("kill %d: r2 routes were written but no journal is pending", i)
 			}
 
@@ -459,13 +541,14 @@ func TestAgentCLI(t *testing.T) {
 				t.FailNow()
 			}
 		}
+		t.Logf("mid-batch kills: %d landed inside the batch, %d tries missed it", landed, missed)
 
 		// Uninterrupted, r2 commits and a boot keeps it.
 		res = runCLI(t, env, append([]string{bin, "apply", "-f", r2}, common...)...)
 		if res.code != 0 {
 			t.Fatalf("apply r2: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 		}
-		t.Logf("apply r2 (50 routes, CLI): %s", strings.SplitN(res.stdout, "\n", 2)[0])
+		t.Logf("apply r2 (%d routes, CLI): %s", len(hosts), strings.SplitN(res.stdout, "\n", 2)[0])
 		assertAll(t, p.A, hosts, "r2", r2Rmem, "after apply r2")
 		if rev := lkgRevision(t, dir); rev != "r2" {
 			t.Errorf("last-known-good %q, want r2", rev)

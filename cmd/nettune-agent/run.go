@@ -36,7 +36,6 @@ type runOptions struct {
 	probePort   int
 	heartbeat   time.Duration
 	resync      time.Duration
-	itemDelay   time.Duration
 
 	vehicle            string
 	vehicleLabel       string
@@ -80,7 +79,6 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "rewrite status at least this often even when unchanged (keep it well below the profiles' unreachableAfter, default 2m)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
-	fs.DurationVar(&o.itemDelay, "test-apply-item-delay", 0, "slow every applied item down (crash-recovery tests only)")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
 	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
 	fs.StringVar(&o.host, "host", "", "this node's host name inside its vehicle (value of the host label, e.g. xavier-b): the host label of the probe's metrics and samples, so analyses compare host pairs (host -> peer) across vehicles")
@@ -107,7 +105,6 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	e.ItemDelay = o.itemDelay
 
 	// What is started below ends with runCtx, and runAgent waits for it;
 	// the Loki shipper ends last (shipCtx), pushing or writing to disk what

@@ -200,7 +200,7 @@ func (d *demo) profile() (*v1alpha1.NetTuningProfile, error) {
 func (d *demo) follow(done func(*v1alpha1.NetTuningProfile) bool, timeout time.Duration) (*v1alpha1.NetTuningProfile, error) {
 	var watch *exec.Cmd
 	if f, ok := d.out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		watch = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), "status", profile, "--watch", "--interval", "2s")
+		watch = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), "status", profile, "--watch", "--min-interval", "2s")
 		watch.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
 		watch.Stdout, watch.Stderr = d.out, d.out
 		if err := watch.Start(); err != nil {

@@ -65,9 +65,6 @@ type Engine struct {
 	Log    logr.Logger
 	Now    func() time.Time
 
-	// ItemDelay slows every item of an apply down; only for crash tests.
-	ItemDelay time.Duration
-
 	// mu serializes applies and drift repairs: a repair must never run in the
 	// middle of an apply and "repair" routes back to the previous revision.
 	mu sync.Mutex
@@ -361,22 +358,7 @@ func (e *Engine) snapshot(p plan) (Snapshot, error) {
 
 // write makes every change of p.
 func (e *Engine) write(ctx context.Context, p plan) error {
-	pause := func() error {
-		if e.ItemDelay > 0 {
-			time.Sleep(e.ItemDelay)
-		}
-		return ctx.Err()
-	}
-	if e.ItemDelay > 0 { // crash tests: one route at a time, slowly
-		for _, r := range p.routes {
-			if _, err := e.Host.ApplyRoute(r); err != nil {
-				return err
-			}
-			if err := pause(); err != nil {
-				return err
-			}
-		}
-	} else if _, err := e.Host.ApplyRoutes(p.routes); err != nil {
+	if _, err := e.Host.ApplyRoutes(p.routes); err != nil {
 		return err
 	}
 	for _, r := range p.restoreRoutes {
@@ -388,7 +370,7 @@ func (e *Engine) write(ctx context.Context, p plan) error {
 		if _, err := e.Host.WriteSysctl(s.Name, s.Value); err != nil {
 			return fmt.Errorf("sysctl %s=%s: %w", s.Name, s.Value, err)
 		}
-		if err := pause(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
