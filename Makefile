@@ -14,6 +14,7 @@ ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
 LOKI           := $(BIN)/loki
 HELM           := $(BIN)/helm
+GOLANGCI_LINT  := $(BIN)/golangci-lint
 # The Prometheus Operator's ServiceMonitor CRD, so the API server can validate
 # the chart's ServiceMonitors (test/chart); taken from the Go module proxy.
 PROMETHEUS_OPERATOR_VERSION := v0.85.0
@@ -74,6 +75,11 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC.
 	cp config/crd/bases/*.yaml charts/nettune/crds/
 	cp config/rbac/role.yaml charts/nettune/files/controller-role.yaml
 
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml) on the product and the benchmarks' module; also part of make verify.
+	$(GOLANGCI_LINT) run ./...
+	cd hack/bench && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
+
 .PHONY: krew
 krew: ## The kubectl plugin's krew archives (linux amd64, arm64) and manifest with their sha256, into dist/.
 	hack/krew.sh
@@ -111,7 +117,7 @@ fmt: ## gofmt the tree.
 ##@ Tools (built from the Go module proxy, pinned in hack/tools/*/go.mod)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) $(HELM) $(SERVICEMONITOR_CRD) ## Build controller-gen, kube-apiserver, etcd, kubectl, loki and helm into bin/ (reused when present).
+tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) $(HELM) $(GOLANGCI_LINT) $(SERVICEMONITOR_CRD) ## Build controller-gen, kube-apiserver, etcd, kubectl, loki, helm and golangci-lint into bin/ (reused when present).
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -134,6 +140,9 @@ $(LOKI): hack/tools/loki/go.mod
 HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
 $(HELM): hack/tools/helm/go.mod
 	cd hack/tools/helm && $(GO) build -o $@ -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm
+
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
+	cd hack/tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(SERVICEMONITOR_CRD):
 	mkdir -p $(dir $@)

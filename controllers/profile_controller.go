@@ -432,15 +432,6 @@ func equalStatus(a, b v1alpha1.NetTuningProfileStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 func without(list []string, s string) []string {
 	var out []string
 	for _, v := range list {

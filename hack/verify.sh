@@ -43,5 +43,11 @@ if ! (cd hack/bench && go mod tidy -diff >/dev/null 2>&1); then
   status=1
 fi
 
-[ $status -eq 0 ] && echo "verify: generated files, formatting and go.mod are up to date"
+if ! make --no-print-directory lint >/tmp/nettune-lint.txt 2>&1; then
+  echo "verify: golangci-lint found problems (make lint):" >&2
+  tail -n 40 /tmp/nettune-lint.txt >&2
+  status=1
+fi
+
+[ $status -eq 0 ] && echo "verify: generated files, formatting, go.mod and lint are clean"
 exit $status

@@ -107,7 +107,7 @@ rollout:
 	if s.Defaults.Cwnd.Lock == nil || !*s.Defaults.Cwnd.Lock {
 		t.Errorf("cwnd.lock not defaulted to true: %v", s.Defaults.Cwnd.Lock)
 	}
-	if s.Defaults.RTOMin.Duration.Milliseconds() != 10 {
+	if s.Defaults.RTOMin.Milliseconds() != 10 {
 		t.Errorf("rtoMin = %v, want 10ms", s.Defaults.RTOMin.Duration)
 	}
 	a := s.Rollout.Analyses[0]

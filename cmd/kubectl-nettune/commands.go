@@ -471,7 +471,7 @@ func (c *cli) status(ctx context.Context, name, output string, watch bool, minIn
 	go watchForever(wctx, cl, &v1alpha1.NodeNetTuningList{}, notify)
 
 	table := output == "" || output == "wide"
-	clear := table && isTerminal(c.stdout)
+	clearScreen := table && isTerminal(c.stdout)
 	for frame := 0; ; frame++ {
 		// Build the whole frame first: an interrupt mid-fetch prints nothing.
 		var b bytes.Buffer
@@ -487,7 +487,7 @@ func (c *cli) status(ctx context.Context, name, output string, watch bool, minIn
 			fmt.Fprintf(&b, "error: %v\n", err)
 		}
 		switch {
-		case clear:
+		case clearScreen:
 			fmt.Fprint(c.stdout, "\033[H\033[2J")
 		case frame > 0 && output == "yaml":
 			fmt.Fprintln(c.stdout, "---")

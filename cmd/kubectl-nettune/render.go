@@ -212,10 +212,9 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 	if a := strings.TrimSpace(p.Annotations[v1alpha1.AbortAnnotation]); a != "" {
 		fmt.Fprintf(tw, "Aborted revision:\t%s\n", a)
 	}
-	switch {
-	case p.Spec.Rollout == nil:
+	if p.Spec.Rollout == nil {
 		fmt.Fprintf(tw, "Step:\t- (no spec.rollout: every vehicle gets a new revision at once)\n")
-	default:
+	} else {
 		cur := currentStep(p)
 		line := fmt.Sprintf("%d/%d %s", cur, len(steps(p)), stepText(p, cur))
 		if classify(p) == stateInProgress && st.StepStarted != nil {

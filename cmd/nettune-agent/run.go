@@ -333,7 +333,7 @@ func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, lo
 }
 
 // followTargets points the emulator at the peers of the applied
-// (last-known-good) spec, labelled with the profile revision on the route to
+// (last-known-good) spec, labeled with the profile revision on the route to
 // each: now, on every retarget signal (an apply event) and every resync,
 // until ctx ends.
 func followTargets(ctx context.Context, e *agent.Engine, emu *latency.Emulator, retarget <-chan struct{}, resync time.Duration, log logr.Logger) {

@@ -30,9 +30,9 @@ import (
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-func runUntil(s *sim, max int, stop func(planner.Output) bool) planner.Output {
+func runUntil(s *sim, limit int, stop func(planner.Output) bool) planner.Output {
 	var out planner.Output
-	for i := 0; i < max; i++ {
+	for i := 0; i < limit; i++ {
 		out = s.tick(time.Minute)
 		if stop(out) {
 			return out
@@ -203,9 +203,9 @@ func TestTimedPause(t *testing.T) {
 	s := newSim(t, shipped(), 4, 1, "r1")
 	s.rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{Duration: dur(10 * time.Minute)}}}
 	s.revision = "r2"
+	s.tick(time.Minute)
+	s.tick(time.Minute)
 	out := s.tick(time.Minute)
-	out = s.tick(time.Minute)
-	out = s.tick(time.Minute)
 	if *out.Status.CurrentStep != 0 || out.RequeueAfter <= 0 || out.RequeueAfter > 10*time.Minute {
 		t.Errorf("timed pause: step %d requeue %s", *out.Status.CurrentStep, out.RequeueAfter)
 	}

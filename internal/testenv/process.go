@@ -167,7 +167,7 @@ var errExited = errors.New("exited before becoming ready")
 func waitReady(p *process, url string, timeout time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(timeout)
-	last := "no answer yet"
+	var last string
 	for {
 		if !p.running() {
 			return fmt.Errorf("%s %w (%v)", p.name, errExited, p.waitErr)

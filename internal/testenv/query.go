@@ -74,9 +74,9 @@ func sampleValue(raw json.RawMessage) (float64, error) {
 }
 
 func truncate(b []byte) string {
-	const max = 512
-	if len(b) > max {
-		return string(b[:max]) + "..."
+	const limit = 512
+	if len(b) > limit {
+		return string(b[:limit]) + "..."
 	}
 	return string(b)
 }

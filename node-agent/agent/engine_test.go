@@ -783,7 +783,7 @@ func TestBootFromLastKnownGood(t *testing.T) {
 // /proc/thread-self/net/netlink read inside ns.
 func waitSubscribed(t *testing.T, ns *testNS) {
 	t.Helper()
-	const linkGroup, routeGroup = 1 << (1 - 1), 1 << (7 - 1) // RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE
+	const linkGroup, routeGroup = 1 << 0, 1 << 6 // 1<<(RTNLGRP_LINK-1), 1<<(RTNLGRP_IPV4_ROUTE-1)
 	nettest.WaitFor(t, 2*time.Second, func() error {
 		var b []byte
 		if err := kernel.DoInNetns(ns.h.Namespace(), func() error {

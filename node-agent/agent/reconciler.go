@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	refusedOutcome, refused := r.refused[nnt.Generation]
 	r.mu.Unlock()
 
-	outcome := r.last
+	var outcome Outcome
 	switch {
 	case refused:
 		outcome = refusedOutcome

@@ -55,7 +55,7 @@ const (
 	rtPeerName  = "peer-b"               // the peer host's name in specs
 	rtCwndFirst = int32(30)              // cwnd of the first revision
 	rtInitcwnd  = int32(25)              // initcwnd of every revision
-	rtRTOMin    = 10 * time.Millisecond  // rtoMin of every revision
+	rtRTOFloor  = 10 * time.Millisecond  // rtoMin of every revision
 )
 
 // rtNewNetns creates a named network namespace with lo up; it is deleted in
@@ -166,7 +166,7 @@ func (h *rtHost) rtSpec(revision string, cwnd int32) v1alpha1.NodeNetTuningSpec 
 			Parameters: v1alpha1.TCPParameters{
 				Cwnd:     &v1alpha1.Cwnd{Value: cwnd, Lock: new(true)},
 				Initcwnd: new(rtInitcwnd),
-				RTOMin:   &metav1.Duration{Duration: rtRTOMin},
+				RTOMin:   &metav1.Duration{Duration: rtRTOFloor},
 			},
 		}},
 		Peers: []v1alpha1.Peer{{Host: rtPeerName, Address: h.addrB, ProbePort: h.probePort}},

@@ -26,9 +26,9 @@
 // such as features or window, are kept) and writes everything in one
 // request. Routes not named are never touched.
 //
-// Kernel behaviour worth knowing (Linux 6.x):
+// Kernel behavior worth knowing (Linux 6.x):
 //
-//   - A route's rto_min is honoured only when its lock bit is set, and cwnd
+//   - A route's rto_min is honored only when its lock bit is set, and cwnd
 //     is a clamp only when locked; the agent's conversion from the API
 //     (node-agent/agent) sets both locks.
 //   - A metric whose value is 0 is not stored: "quickack 0" reads back as no

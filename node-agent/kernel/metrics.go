@@ -26,7 +26,7 @@ type RouteMetrics struct {
 	// Ssthresh is the initial slow-start threshold in packets.
 	Ssthresh *uint32
 	// RTOMin is the minimum retransmission timeout. The kernel keeps whole
-	// milliseconds (a value is rounded up) and honours it only when locked.
+	// milliseconds (a value is rounded up) and honors it only when locked.
 	RTOMin *time.Duration
 	// Quickack disables delayed ACKs when true.
 	Quickack *bool

@@ -85,7 +85,7 @@ type rawData []byte
 func (r rawData) Len() int          { return len(r) }
 func (r rawData) Serialize() []byte { return r }
 
-// encodeAttr serialises one attribute with padding.
+// encodeAttr serializes one attribute with padding.
 func encodeAttr(t uint16, v []byte) []byte {
 	l := 4 + len(v)
 	b := make([]byte, (l+3)&^3)

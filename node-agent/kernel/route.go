@@ -256,12 +256,6 @@ func (h *Handle) readTable(fam uint8) (*RouteTable, error) {
 	return t, nil
 }
 
-func sameNet(a, b *net.IPNet) bool {
-	ao, ab := a.Mask.Size()
-	bo, bb := b.Mask.Size()
-	return ao == bo && ab == bb && a.IP.Equal(b.IP)
-}
-
 func rtmsgBytes(m unix.RtMsg) []byte {
 	b := make([]byte, unix.SizeofRtMsg)
 	b[0], b[1], b[2], b[3] = m.Family, m.Dst_len, m.Src_len, m.Tos

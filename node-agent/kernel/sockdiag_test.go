@@ -87,8 +87,8 @@ func TestSockDiagSegsOutAndCookie(t *testing.T) {
 	if info.SegsOut != gi.Segs_out {
 		t.Errorf("sock_diag segs_out %d, getsockopt %d", info.SegsOut, gi.Segs_out)
 	}
-	if min := uint32(n) / info.SndMSS; info.SegsOut < min {
-		t.Errorf("segs_out %d after sending %d bytes with mss %d, want at least %d", info.SegsOut, n, info.SndMSS, min)
+	if least := uint32(n) / info.SndMSS; info.SegsOut < least {
+		t.Errorf("segs_out %d after sending %d bytes with mss %d, want at least %d", info.SegsOut, n, info.SndMSS, least)
 	}
 
 	rc, err := c.SyscallConn()

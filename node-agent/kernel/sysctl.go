@@ -30,7 +30,7 @@ func sysctlPathUnder(root, name string) (string, error) {
 			return "", fmt.Errorf("sysctl %q: empty component", name)
 		}
 		for _, c := range p {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			if !sysctlNameChar(c) {
 				return "", fmt.Errorf("sysctl %q: invalid character %q", name, c)
 			}
 		}
@@ -236,4 +236,9 @@ func parseCounterTable(b []byte, into map[string]int64) error {
 		}
 	}
 	return nil
+}
+
+// sysctlNameChar reports whether c may appear in a sysctl name component.
+func sysctlNameChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

@@ -275,8 +275,8 @@ func (f *flow) session(ctx context.Context, conn net.Conn) error {
 	go func() { errc <- f.receive(sctx, conn, q) }()
 	err := <-errc
 	cancel()
-	conn.Close() // unblocks the other goroutine
-	<-errc
+	_ = conn.Close()      // unblocks the other goroutine
+	<-errc                //nolint:errcheck // waits for the other goroutine; the first error decides
 	if ctx.Err() == nil { // the network lost them, not a target change
 		if lo, ok := o.Sink.(LossObserver); ok {
 			now := time.Now()

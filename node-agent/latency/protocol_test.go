@@ -273,7 +273,7 @@ type breakAfter struct {
 
 func (b *breakAfter) Write(p []byte) (int, error) {
 	if b.written/ackLen >= b.limit {
-		b.Conn.Close()
+		_ = b.Close()
 		return 0, errors.New("broken on purpose")
 	}
 	n, err := b.Conn.Write(p)

@@ -268,7 +268,7 @@ func TestShipperBuffersWhileLokiIsDown(t *testing.T) {
 	if slowest > 50*time.Millisecond {
 		t.Errorf("Add blocked for %v while Loki was down", slowest)
 	}
-	names, size := lpSegments(t, dir)
+	names, _ := lpSegments(t, dir)
 	if len(names) == 0 {
 		t.Fatal("no segment files on disk while Loki is down")
 	}
@@ -279,7 +279,7 @@ func TestShipperBuffersWhileLokiIsDown(t *testing.T) {
 	// The agent restarts while Loki is still down: what was in memory is
 	// written to disk, and the new shipper picks every segment up.
 	s.stop(t)
-	names, size = lpSegments(t, dir)
+	names, size := lpSegments(t, dir)
 	downEnd := time.Now()
 	buffered := 0
 	for _, name := range names {

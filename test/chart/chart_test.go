@@ -296,11 +296,11 @@ func TestRenderedShape(t *testing.T) {
 	if find(def, "PodDisruptionBudget", release+"-controller") == nil {
 		t.Error("no PodDisruptionBudget for the 2 controller replicas")
 	}
-	min := render(t, valueSets["minimal"]...)
-	if find(min, "ValidatingAdmissionPolicy", "") != nil || find(min, "ConfigMap", "") != nil {
+	minimal := render(t, valueSets["minimal"]...)
+	if find(minimal, "ValidatingAdmissionPolicy", "") != nil || find(minimal, "ConfigMap", "") != nil {
 		t.Error("minimal values still render the policy or dashboards")
 	}
-	if find(min, "PodDisruptionBudget", "") != nil {
+	if find(minimal, "PodDisruptionBudget", "") != nil {
 		t.Error("a PodDisruptionBudget for a single controller replica would block node drains")
 	}
 }

@@ -720,7 +720,7 @@ func TestSweep(t *testing.T) {
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer sleeper.Process.Kill()
+	defer func() { _ = sleeper.Process.Kill() }()
 	// Wait until it is inside (ip netns exec has entered the namespace).
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		procs, err := netnsProcs([]string{deadSw})

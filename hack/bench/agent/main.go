@@ -186,7 +186,7 @@ func measureIdle(root string, window time.Duration) (idle, error) {
 	if err != nil {
 		return idle{}, err
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: "bench-node"}, Spec: spec(100, "idle-r1", 30)}
 	ctx := context.Background()
 	if err := cp.Client.Create(ctx, nnt); err != nil {

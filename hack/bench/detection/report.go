@@ -289,9 +289,9 @@ func (r *report) plot(path string) error {
 				if err != nil {
 					return err
 				}
-				s.GlyphStyle.Shape = set.shape
-				s.GlyphStyle.Color = methodColors[mi%len(methodColors)]
-				s.GlyphStyle.Radius = vg.Points(3)
+				s.Shape = set.shape
+				s.Color = methodColors[mi%len(methodColors)]
+				s.Radius = vg.Points(3)
 				p.Add(s)
 				if label := m.name + ": " + set.label; !seen[label] {
 					seen[label] = true

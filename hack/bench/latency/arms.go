@@ -304,7 +304,7 @@ func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) erro
 		fmt.Sprintf("cwnd lock %d", d.Cwnd.Value),
 		fmt.Sprintf("initcwnd %d", *d.Initcwnd),
 		fmt.Sprintf("initrwnd %d", *d.Initrwnd),
-		fmt.Sprintf("rto_min lock %dms", d.RTOMin.Duration.Milliseconds()),
+		fmt.Sprintf("rto_min lock %dms", d.RTOMin.Milliseconds()),
 		"quickack 1",
 	}
 	if d.Cwnd.Lock != nil && !*d.Cwnd.Lock {

@@ -156,7 +156,7 @@ func (r *report) roundsTable() string {
 	}) + " |\n")
 	s.WriteString("|---|" + strings.Repeat("---|", len(r.arms)) + "\n")
 	for i, names := range r.order {
-		s.WriteString(fmt.Sprintf("| %d (%s) | ", i+1, strings.Join(names, ", ")))
+		fmt.Fprintf(&s, "| %d (%s) | ", i+1, strings.Join(names, ", "))
 		var parts []string
 		for _, a := range r.arms {
 			x := a.Runs[i]
