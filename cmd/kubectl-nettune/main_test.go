@@ -25,7 +25,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,24 +42,6 @@ import (
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/nettest"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // These tests run the plugin's entry point against a real etcd +
 // kube-apiserver (internal/localcp) and check the API objects it leaves.
@@ -359,7 +340,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		// A real watch: a change made while it runs shows in a later view.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		var out syncBuffer
+		var out nettest.SyncBuffer
 		var errb bytes.Buffer
 		done := make(chan int, 1)
 		go func() {

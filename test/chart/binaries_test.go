@@ -1,14 +1,12 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,26 +45,8 @@ func kubeconfigAs(t *testing.T, cp *localcp.ControlPlane, ic rest.ImpersonationC
 	return path
 }
 
-// logBuffer is a process's output, safe to read while it runs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start runs a product binary from bin/ until the test ends.
-func start(t *testing.T, kubeconfig string, name string, args ...string) *logBuffer {
+func start(t *testing.T, kubeconfig string, name string, args ...string) *nettest.SyncBuffer {
 	t.Helper()
 	bin := filepath.Join(root(t), "bin", name)
 	if _, err := os.Stat(bin); err != nil {
@@ -74,7 +54,7 @@ func start(t *testing.T, kubeconfig string, name string, args ...string) *logBuf
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	out := &logBuffer{}
+	out := &nettest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -204,7 +184,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(profile), p); err != nil || p.Status.ObservedGeneration != p.Generation {
 		t.Errorf("profile status not written by the controller: %+v, %v", p.Status, err)
 	}
-	for name, log := range map[string]*logBuffer{"controller": controllerLog, "agent A": agentLog} {
+	for name, log := range map[string]*nettest.SyncBuffer{"controller": controllerLog, "agent A": agentLog} {
 		if l := firstLine(log.String(), "forbidden"); l != "" {
 			t.Errorf("%s was refused something it needs: %s", name, l)
 		}
