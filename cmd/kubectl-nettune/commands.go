@@ -280,7 +280,7 @@ func (c *cli) editExcluded(ctx context.Context, name string, vehicles []string, 
 	if err != nil {
 		return err
 	}
-	vehicles = sortedUnique(vehicles)
+	vehicles = fleetmodel.SortedUnique(vehicles)
 	before := fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation])
 	set := map[string]bool{}
 	for _, v := range before {
@@ -308,7 +308,7 @@ func (c *cli) editExcluded(ctx context.Context, name string, vehicles []string, 
 			after = append(after, v)
 		}
 	}
-	after = sortedUnique(after)
+	after = fleetmodel.SortedUnique(after)
 	summary := "none"
 	if len(after) > 0 {
 		summary = strings.Join(after, ", ")
@@ -339,27 +339,29 @@ func (c *cli) warnUnknownVehicles(ctx context.Context, p *v1alpha1.NetTuningProf
 	if len(vehicles) == 0 {
 		return
 	}
-	cl, err := c.client()
+	f, err := c.selectFleet(ctx, p)
 	if err != nil {
 		return
-	}
-	nodes := &corev1.NodeList{}
-	if err := cl.List(ctx, nodes); err != nil {
-		return
-	}
-	rows, _, err := vehicleRows(p, nodes.Items, nil, time.Time{})
-	if err != nil {
-		return
-	}
-	known := map[string]bool{}
-	for _, r := range rows {
-		known[r.Name] = true
 	}
 	for _, v := range vehicles {
-		if !known[v] {
+		if f.Vehicles[v] == nil {
 			fmt.Fprintf(c.stderr, "warning: profile %s selects no vehicle %q (yet); excluding it anyway\n", p.Name, v)
 		}
 	}
+}
+
+// selectFleet groups the nodes p selects into vehicles, as the controller
+// does.
+func (c *cli) selectFleet(ctx context.Context, p *v1alpha1.NetTuningProfile) (*fleetmodel.Fleet, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	nodes := &corev1.NodeList{}
+	if err := cl.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return fleetmodel.Select(p, nodes.Items)
 }
 
 // revisionRow is one revision of the history.
@@ -387,10 +389,7 @@ func (c *cli) revisions(ctx context.Context, name, output string) error {
 	}
 	rows := []revisionRow{}
 	for _, r := range p.Status.Revisions {
-		row := revisionRow{Name: r.Name, Generation: r.Generation, Outcome: r.Outcome, Stored: "yes"}
-		if !r.Created.IsZero() {
-			row.Created = r.Created
-		}
+		row := revisionRow{Name: r.Name, Generation: r.Generation, Created: r.Created, Outcome: r.Outcome, Stored: "yes"}
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: r.Name}, &appsv1.ControllerRevision{}); err != nil {
 			row.Stored = "?"
 			if apierrors.IsNotFound(err) {

@@ -43,6 +43,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -51,7 +52,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -137,21 +137,25 @@ func args(want string, minArgs, maxArgs int) cobra.PositionalArgs {
 	}
 }
 
-// outputFlag adds -o/--output with the formats allowed.
-func outputFlag(fs *pflag.FlagSet, formats ...string) *string {
-	return fs.StringP("output", "o", "", "output format: one of "+strings.Join(formats, "|")+" (default: the table view)")
+// output is an -o/--output flag and the formats it allows.
+type output struct {
+	value   string
+	formats []string
 }
 
-func checkOutput(o string, formats ...string) error {
-	if o == "" {
-		return nil
+// outputFlag adds -o/--output with the formats allowed.
+func outputFlag(fs *pflag.FlagSet, formats ...string) *output {
+	o := &output{formats: formats}
+	fs.StringVarP(&o.value, "output", "o", "", "output format: one of "+strings.Join(formats, "|")+" (default: the table view)")
+	return o
+}
+
+// get is the format asked for ("" for the table view), or a usage error.
+func (o *output) get() (string, error) {
+	if o.value == "" || slices.Contains(o.formats, o.value) {
+		return o.value, nil
 	}
-	for _, f := range formats {
-		if o == f {
-			return nil
-		}
-	}
-	return usageError{fmt.Errorf("unknown output format %q: use one of %s", o, strings.Join(formats, ", "))}
+	return "", usageError{fmt.Errorf("unknown output format %q: use one of %s", o.value, strings.Join(o.formats, ", "))}
 }
 
 // newRoot builds the command tree; ctx ends --watch.
@@ -215,10 +219,11 @@ nodes.`,
 	minInterval := status.Flags().Duration("min-interval", time.Second, "with --watch, the least time between two views")
 	statusOut := outputFlag(status.Flags(), "yaml", "json", "wide")
 	status.RunE = func(cmd *cobra.Command, pos []string) error {
-		if err := checkOutput(*statusOut, "yaml", "json", "wide"); err != nil {
+		out, err := statusOut.get()
+		if err != nil {
 			return err
 		}
-		return c.status(cmd.Context(), pos[0], *statusOut, *watch, *minInterval)
+		return c.status(cmd.Context(), pos[0], out, *watch, *minInterval)
 	}
 
 	undo := &cobra.Command{
@@ -252,10 +257,11 @@ nodes.`,
 	}
 	revOut := outputFlag(revisions.Flags(), "yaml", "json")
 	revisions.RunE = func(cmd *cobra.Command, pos []string) error {
-		if err := checkOutput(*revOut, "yaml", "json"); err != nil {
+		out, err := revOut.get()
+		if err != nil {
 			return err
 		}
-		return c.revisions(cmd.Context(), pos[0], *revOut)
+		return c.revisions(cmd.Context(), pos[0], out)
 	}
 
 	root.AddCommand(
@@ -292,15 +298,7 @@ func (c *cli) completeProfileThenVehicles(cmd *cobra.Command, pos []string, _ st
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	cl, err := c.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	nodes := &corev1.NodeList{}
-	if err := cl.List(cmd.Context(), nodes); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	rows, _, err := vehicleRows(p, nodes.Items, nil, c.now())
+	f, err := c.selectFleet(cmd.Context(), p)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -309,11 +307,12 @@ func (c *cli) completeProfileThenVehicles(cmd *cobra.Command, pos []string, _ st
 		given[v] = true
 	}
 	var out []string
-	for _, r := range rows {
-		if !given[r.Name] {
-			out = append(out, r.Name)
+	for v := range f.Vehicles {
+		if !given[v] {
+			out = append(out, v)
 		}
 	}
+	sort.Strings(out)
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
@@ -350,25 +349,11 @@ func runContext(ctx context.Context, argv []string, stdout, stderr io.Writer) in
 	}
 	var ue usageError
 	switch {
-	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"):
 		fmt.Fprintf(stderr, "%s: %v\nSee '%s --help'.\n", name, err, name)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitError
 	}
-}
-
-// sortedUnique returns the sorted set of names.
-func sortedUnique(names []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range names {
-		if n = strings.TrimSpace(n); n != "" && !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -70,10 +70,13 @@ func ParsePromote(v string) (revision string, step int32, ok bool) {
 }
 
 // SplitList splits a comma-separated annotation into sorted unique names.
-func SplitList(s string) []string {
+func SplitList(s string) []string { return SortedUnique(strings.Split(s, ",")) }
+
+// SortedUnique returns the sorted set of names, trimmed, without empty ones.
+func SortedUnique(names []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, v := range strings.Split(s, ",") {
+	for _, v := range names {
 		if v = strings.TrimSpace(v); v != "" && !seen[v] {
 			seen[v] = true
 			out = append(out, v)

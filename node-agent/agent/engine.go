@@ -502,8 +502,9 @@ func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult 
 			items = append(items, it)
 			continue
 		}
-		it.Observed = interfaceString(interfaceTuning(st))
-		if interfaceSatisfies(interfaceTuning(st), i) {
+		observed := interfaceTuning(st)
+		it.Observed = interfaceString(observed)
+		if interfaceSatisfies(observed, i) {
 			it.State = StateVerified
 		} else {
 			it.State, it.Message = StateMismatch, "interface differs"
