@@ -43,6 +43,14 @@ type PairData struct {
 	// interval, for the rank test; nil when not measured. NaN values are
 	// ignored.
 	CanaryIntervals, BaselineIntervals []float64
+	// CanaryVehicles, when not empty, are the canary's per-interval values
+	// split by canary vehicle (vehicle name -> its values) and replace
+	// CanaryIntervals in the rank test: each canary vehicle is ranked
+	// against the baseline on its own, and a Fail needs every one of them to
+	// confirm. One canary vehicle that is unlucky for the whole window (a
+	// stalled host, a burst of foreign traffic) then cannot roll back an
+	// edit the other canary vehicles do not suffer from.
+	CanaryVehicles map[string][]float64
 }
 
 // JudgeConfig are the judge's parameters.
@@ -92,8 +100,12 @@ type PairResult struct {
 	PWorse float64
 	// RankP is the one-sided Mann-Whitney p-value that the canary's
 	// per-interval quantiles are stochastically greater than the baseline's;
-	// NaN when the rank test did not run.
+	// with CanaryVehicles, the largest of the canary vehicles' p-values (the
+	// least convinced vehicle); NaN when the rank test did not run.
 	RankP float64
+	// RankVehicle is the canary vehicle whose p-value is RankP, "" without
+	// CanaryVehicles.
+	RankVehicle string
 	// Reason is one line saying why, with the numbers.
 	Reason string
 }
@@ -150,6 +162,10 @@ type JudgeResult struct {
 //     test does not confirm"), and when it could not run yet and
 //     RequireRank is set, too ("rank test waiting for N intervals").
 //     The rank test never blocks nor causes a Pass.
+//     With CanaryVehicles, the rank test runs once per canary vehicle
+//     (sorted by name) against the baseline intervals; it has run when every
+//     canary vehicle has MinIntervals values, and RankP is the largest
+//     p-value: a Fail needs the effect in each canary vehicle.
 //  7. Overall, any Fail makes the verdict Fail, decided by the failing pair
 //     with the largest Effect; else any Inconclusive makes it Inconclusive,
 //     decided by a pair with too few samples (the one with the fewest canary
@@ -270,11 +286,8 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 	r.Effect = r.CanaryShare - r.BaselineShare
 	alpha := 1 - pc
 
-	ci, bi := judgeFinite(d.CanaryIntervals), judgeFinite(d.BaselineIntervals)
-	rankRan := len(ci) >= minIntervals && len(bi) >= minIntervals && len(ci) > 0 && len(bi) > 0
-	if rankRan {
-		_, r.RankP = MannWhitneyGreater(ci, bi)
-	}
+	bi := judgeFinite(d.BaselineIntervals)
+	rankRan, fewest := judgeRank(&r, d, bi, minIntervals)
 
 	if r.CanaryTotal < minN || r.BaselineTotal < minN {
 		var short []string
@@ -295,20 +308,23 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 	case r.PWorse >= pc:
 		if !rankRan && cfg.RequireRank {
 			r.Verdict = VerdictInconclusive
-			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test waiting for %d intervals per cohort (canary %d, baseline %d)",
-				r.Effect, r.PWorse, conf, minIntervals, len(ci), len(bi))
+			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test waiting for %d intervals per cohort (canary %s, baseline %d)",
+				r.Effect, r.PWorse, conf, minIntervals, fewest, len(bi))
 			break
 		}
 		if rankRan && r.RankP > alpha {
 			r.Verdict = VerdictInconclusive
-			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test does not confirm: p=%.2g",
-				r.Effect, r.PWorse, conf, r.RankP)
+			r.Reason = fmt.Sprintf("exceedance says worse (effect %+.4f, P(worse)=%.4f at %s), rank test does not confirm%s: p=%.2g",
+				r.Effect, r.PWorse, conf, judgeOn(r.RankVehicle), r.RankP)
 			break
 		}
 		r.Verdict = VerdictFail
 		rank := "rank test not run"
 		if rankRan {
 			rank = fmt.Sprintf("rank p=%.2g", r.RankP)
+			if r.RankVehicle != "" {
+				rank = fmt.Sprintf("rank p<=%.2g in each of %d canary vehicles", r.RankP, len(d.CanaryVehicles))
+			}
 		}
 		r.Reason = fmt.Sprintf("effect %+.4f worse than tolerance %.4f at %s: P(worse)=%.4f, %s",
 			r.Effect, cfg.MaxIncrease, conf, r.PWorse, rank)
@@ -321,6 +337,54 @@ func judgeOnePair(cfg JudgeConfig, d PairData, minN int64, pc float64, minInterv
 		r.Reason = fmt.Sprintf("effect %+.4f not decided at %s: P(worse)=%.4f", r.Effect, conf, r.PWorse)
 	}
 	return r, false
+}
+
+// judgeRank runs the rank test of one pair into r.RankP (and
+// r.RankVehicle) and reports whether it ran, with the canary's interval
+// count for a message ("7", or "av-002 3" for the vehicle with the fewest).
+func judgeRank(r *PairResult, d PairData, bi []float64, minIntervals int) (ran bool, fewest string) {
+	if len(d.CanaryVehicles) == 0 {
+		ci := judgeFinite(d.CanaryIntervals)
+		ran = len(ci) >= minIntervals && len(bi) >= minIntervals && len(ci) > 0 && len(bi) > 0
+		if ran {
+			_, r.RankP = MannWhitneyGreater(ci, bi)
+		}
+		return ran, fmt.Sprint(len(ci))
+	}
+	names := make([]string, 0, len(d.CanaryVehicles))
+	for v := range d.CanaryVehicles {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	ran = len(bi) >= minIntervals && len(bi) > 0
+	least := -1
+	for _, v := range names {
+		ci := judgeFinite(d.CanaryVehicles[v])
+		if least < 0 || len(ci) < least {
+			least, fewest = len(ci), fmt.Sprintf("%s %d", v, len(ci))
+		}
+		if len(ci) < minIntervals || len(ci) == 0 {
+			ran = false
+		}
+	}
+	if !ran {
+		return false, fewest
+	}
+	for _, v := range names {
+		_, p := MannWhitneyGreater(d.CanaryVehicles[v], bi)
+		if r.RankVehicle == "" || p > r.RankP || math.IsNaN(p) {
+			r.RankP, r.RankVehicle = p, v
+		}
+	}
+	return true, fewest
+}
+
+// judgeOn is " on <vehicle>", or "" for no vehicle.
+func judgeOn(vehicle string) string {
+	if vehicle == "" {
+		return ""
+	}
+	return " on " + vehicle
 }
 
 // judgeEvidence formats a pair's shares, counts, effect and probabilities
@@ -338,7 +402,7 @@ func judgeEvidence(r PairResult, cfg JudgeConfig, pc float64) string {
 		}
 	}
 	if !math.IsNaN(r.RankP) {
-		fmt.Fprintf(&b, ", rank p=%.2g", r.RankP)
+		fmt.Fprintf(&b, ", rank p=%.2g%s", r.RankP, judgeOn(r.RankVehicle))
 	}
 	return b.String()
 }

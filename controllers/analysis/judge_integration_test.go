@@ -79,11 +79,22 @@ func TestJudgeLokiIntegration(t *testing.T) {
 		}
 		return 0
 	}, 20)
+	intoA := func(_, peer string) int {
+		if peer == "xavier-a" {
+			return 60
+		}
+		return 0
+	}
+	// Two more vehicles on the bad revision: av-007 healthy (whatever
+	// hurt av-001 was that vehicle's, not the revision's), av-008 hurt as
+	// av-001.
+	push("av-007", "bad", 3000, none, 50)
+	push("av-008", "bad", 3000, intoA, 60)
 	// Good canary: as healthy as the baseline.
 	push("av-005", "good", 3000, none, 30)
 	// Young canary: 100 messages per pair, below the sample's minimum.
 	push("av-006", "young", 100, none, 40)
-	loki.WaitForCount(t, `{job="nettune-probe"}`, 3*(3*3000+3000+3000+100), time.Minute)
+	loki.WaitForCount(t, `{job="nettune-probe"}`, 3*(3*3000+3000+2*3000+3000+100), time.Minute)
 
 	spec := sampleAnalysis(t, "demo/02-xavier-lan-v2.yaml", "slow-messages")
 	q := NewLoki(loki.URL, nil)
@@ -122,6 +133,19 @@ func TestJudgeLokiIntegration(t *testing.T) {
 		if res.Phase != v1alpha1.AnalysisFailed || res.Verdict != "Fail" || res.Pair != d.Pair || res.CanarySamples == nil || *res.CanarySamples != 3000 ||
 			len(res.Pairs) != 3 || res.Probability == "" || res.Confidence == "" {
 			t.Errorf("result %+v", res)
+		}
+	})
+	t.Run("two canary vehicles: a Fail needs the effect in each", func(t *testing.T) {
+		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-007"}, Revision: "bad"}, baseline, at)
+		t.Logf("one hurt, one healthy: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "rank test does not confirm on av-007") {
+			t.Errorf("phase %s: %s, want Inconclusive, av-007 not confirming", m.Phase, m.Message)
+		}
+		m = Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-008"}, Revision: "bad"}, baseline, at)
+		t.Logf("both hurt: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseFailed || m.Judge.Pairs[0].CanarySlow != 120 || m.Judge.Pairs[0].CanaryTotal != 6000 ||
+			!strings.Contains(m.Judge.Pairs[0].Reason, "in each of 2 canary vehicles") {
+			t.Errorf("phase %s: %s, want Failed on 120/6000 confirmed in each vehicle", m.Phase, m.Message)
 		}
 	})
 	t.Run("good canary passes", func(t *testing.T) {
@@ -225,6 +249,19 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 			if !strings.HasPrefix(p.Pair, "host=xavier-") {
 				t.Errorf("pair %q is not keyed by host and peer", p.Pair)
 			}
+		}
+	})
+	t.Run("two canary vehicles: a Fail needs the effect in each", func(t *testing.T) {
+		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-007"}, Revision: "bad"}, baseline, at)
+		t.Logf("one hurt, one healthy: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "rank test does not confirm on av-007") {
+			t.Errorf("phase %s: %s, want Inconclusive, av-007 not confirming", m.Phase, m.Message)
+		}
+		m = Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-008"}, Revision: "bad"}, baseline, at)
+		t.Logf("both hurt: %s %s", m.Phase, m.Message)
+		if m.Phase != PhaseFailed || m.Judge.Pairs[0].CanarySlow != 120 || m.Judge.Pairs[0].CanaryTotal != 6000 ||
+			!strings.Contains(m.Judge.Pairs[0].Reason, "in each of 2 canary vehicles") {
+			t.Errorf("phase %s: %s, want Failed on 120/6000 confirmed in each vehicle", m.Phase, m.Message)
 		}
 	})
 	t.Run("good canary passes", func(t *testing.T) {

@@ -674,3 +674,56 @@ func BenchmarkProbDiffExceeds(b *testing.B) {
 		ProbDiffExceeds(6, 2000, 17, 6000, 0.002)
 	}
 }
+
+// With two canary vehicles, a Fail needs the rank test to confirm in each:
+// one vehicle stalled for the whole window (its intervals far above the
+// baseline's) beside one at the baseline's level is Inconclusive, naming the
+// vehicle that does not confirm; both worse is a Fail.
+func TestJudgeEachCanaryVehicle(t *testing.T) {
+	cfg := JudgeConfig{Quantile: 0.99, MinSamples: 1000, Confidence: 0.99, MaxIncrease: 0.002, RequireRank: true}
+	base := judgeTestSteps(36, 10, 1)
+	stalled := judgeTestSteps(18, 50, 1)
+	usual := judgeTestSteps(18, 10.5, 2)
+	d := PairData{
+		Pair:              "host=xavier-b,peer=xavier-a",
+		Canary:            Counts{Slow: 60, Total: 2400},
+		Baseline:          Counts{Slow: 7, Total: 3600},
+		CanaryIntervals:   append(append([]float64{}, stalled...), usual...),
+		BaselineIntervals: base,
+		CanaryVehicles:    map[string][]float64{"av-001": stalled, "av-002": usual},
+	}
+	res := Judge(cfg, []PairData{d})
+	p := res.Pairs[0]
+	if res.Verdict != VerdictInconclusive || p.RankVehicle != "av-002" || !(p.RankP > 0.1) {
+		t.Fatalf("one stalled canary vehicle: %s, rank p %v on %q (%s), want Inconclusive, av-002 not confirming", res.Verdict, p.RankP, p.RankVehicle, res.Message)
+	}
+	if !(p.PWorse >= res.PairConfidence) || !strings.Contains(p.Reason, "rank test does not confirm on av-002") {
+		t.Errorf("PWorse %v, reason %q", p.PWorse, p.Reason)
+	}
+	// The pooled intervals alone would have confirmed: this is what the
+	// split changes.
+	pooled := d
+	pooled.CanaryVehicles = nil
+	if res := Judge(cfg, []PairData{pooled}); res.Verdict != VerdictFail {
+		t.Errorf("pooled intervals: %s (%s), want Fail (the case the split guards against)", res.Verdict, res.Message)
+	}
+
+	// Both canary vehicles worse: Fail, the least convinced one reported.
+	d.CanaryVehicles = map[string][]float64{"av-001": stalled, "av-002": judgeTestSteps(18, 40, 1)}
+	res = Judge(cfg, []PairData{d})
+	p = res.Pairs[0]
+	if res.Verdict != VerdictFail || p.RankVehicle != "av-002" || !(p.RankP < 1e-6) {
+		t.Fatalf("both worse: %s, rank p %v on %q (%s), want Fail", res.Verdict, p.RankP, p.RankVehicle, res.Message)
+	}
+	if !strings.Contains(p.Reason, "in each of 2 canary vehicles") {
+		t.Errorf("reason %q", p.Reason)
+	}
+
+	// A canary vehicle short of intervals holds the Fail while RequireRank
+	// is set, naming it.
+	d.CanaryVehicles["av-002"] = judgeTestSteps(3, 40, 1)
+	res = Judge(cfg, []PairData{d})
+	if res.Verdict != VerdictInconclusive || !strings.Contains(res.Pairs[0].Reason, "rank test waiting for 5 intervals per cohort (canary av-002 3, baseline 36)") {
+		t.Errorf("short vehicle: %s (%s)", res.Verdict, res.Pairs[0].Reason)
+	}
+}

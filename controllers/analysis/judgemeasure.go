@@ -157,35 +157,43 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		}
 		return out, nil
 	}
-	intervals := func(cohort string, c Cohort) (map[string][]float64, error) {
+	intervals := func(cohort string, c Cohort) (intervalData, error) {
 		if !hasIntervalQuery(j) {
-			return nil, nil
+			return intervalData{}, nil
 		}
 		query, err := render(cohort, "intervalQuery", *j.IntervalQuery, c)
 		if err != nil {
-			return nil, err
+			return intervalData{}, err
 		}
 		// The first point covers [at-window, at-window+step].
 		series, err := vq.QueryRange(ctx, query, at.Add(-window).Add(step), at, step)
 		if err != nil {
-			return nil, fmt.Errorf("%s intervalQuery: %w", cohort, err)
+			return intervalData{}, fmt.Errorf("%s intervalQuery: %w", cohort, err)
 		}
 		// A series per vehicle (by (host, peer, vehicle)) makes each
 		// vehicle's interval one value of its pair: the canary's intervals
-		// and the baseline's then each cover one vehicle's messages.
-		out := make(map[string][]float64, len(series))
+		// and the baseline's then each cover one vehicle's messages. The
+		// canary's are also kept per vehicle, for the rank test of each.
+		out := intervalData{all: make(map[string][]float64, len(series)), byVehicle: map[string]map[string][]float64{}}
 		for _, s := range series {
 			labels := maps.Clone(s.Labels)
+			vehicle, hasVehicle := labels["vehicle"]
 			delete(labels, "vehicle")
 			key := SeriesKey(labels)
-			out[key] = append(out[key], s.Values...)
+			out.all[key] = append(out.all[key], s.Values...)
+			if hasVehicle && vehicle != "" {
+				if out.byVehicle[key] == nil {
+					out.byVehicle[key] = map[string][]float64{}
+				}
+				out.byVehicle[key][vehicle] = append(out.byVehicle[key][vehicle], s.Values...)
+			}
 		}
 		return out, nil
 	}
 
 	type cohortData struct {
 		slow, total map[string]float64
-		iv          map[string][]float64
+		iv          intervalData
 	}
 	get := func(name string, c Cohort) (d cohortData, err error) {
 		if d.total, err = counts(name, "totalQuery", j.TotalQuery, c); err != nil {
@@ -211,12 +219,30 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 			Pair:              pairName(key),
 			Canary:            Counts{Slow: cd.slow[key], Total: total},
 			Baseline:          Counts{Slow: bd.slow[key], Total: bd.total[key]},
-			CanaryIntervals:   cd.iv[key],
-			BaselineIntervals: bd.iv[key],
+			CanaryIntervals:   cd.iv.all[key],
+			BaselineIntervals: bd.iv.all[key],
+			CanaryVehicles:    canaryVehicles(cd.iv.byVehicle[key], len(canary.Vehicles)),
 		})
 	}
 	res := Judge(cfg, data)
 	return judgeMeasurement(at, cfg, res)
+}
+
+// intervalData are a cohort's per-interval values by pair key, pooled over
+// its vehicles (all) and per vehicle (byVehicle[key][vehicle]).
+type intervalData struct {
+	all       map[string][]float64
+	byVehicle map[string]map[string][]float64
+}
+
+// canaryVehicles is the per-vehicle split of a pair's canary intervals when
+// the canary has more than one vehicle (nil otherwise: one vehicle's split
+// is the pooled list).
+func canaryVehicles(byVehicle map[string][]float64, vehicles int) map[string][]float64 {
+	if vehicles < 2 || len(byVehicle) == 0 {
+		return nil
+	}
+	return byVehicle
 }
 
 // judgeWindow is the window a judge measures at at: the analysis' window,

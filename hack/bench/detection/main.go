@@ -4,7 +4,7 @@
 // analysis) and the threshold analysis it replaced (threshold.yaml), side by
 // side on the same trials.
 //
-// A trial gives one canary vehicle a new revision of the Xavier profile
+// A trial gives -canaries canary vehicles (2, as the demo) a new revision of the Xavier profile
 // through the real controller (a rollout that holds at a pause step), waits
 // until every node of the canary verified it, then every analysis interval
 // measures both analyses on the same instant with the controller's own code
@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ type config struct {
 	arms     []string
 	load     float64
 	vehicles int
+	canaries int
 	maxTrial time.Duration
 	stateDir string
 	out, png string
@@ -73,7 +75,8 @@ func main() {
 	flag.IntVar(&c.trials, "trials", 20, "trials per arm")
 	flag.StringVar(&arms, "arms", "aa,untuned,cwnd1,rto2ms-noquickack", "arms, run in rotating order")
 	flag.Float64Var(&c.load, "load", 0.5, "share of each CPU the background load keeps busy (0 = none)")
-	flag.IntVar(&c.vehicles, "vehicles", 4, "simulated vehicles of 3 hosts (1 canary per trial, the rest baseline)")
+	flag.IntVar(&c.vehicles, "vehicles", 4, "simulated vehicles of 3 hosts (-canaries per trial, the rest baseline)")
+	flag.IntVar(&c.canaries, "canaries", 2, "canary vehicles per trial, as the demo's canary.count (the judge's rank test needs the effect in each)")
 	flag.DurationVar(&c.maxTrial, "max-trial", 150*time.Second, "longest a trial waits for both decisions after the canary verified")
 	flag.StringVar(&c.stateDir, "state-dir", "", "fleet state (default: a temporary directory)")
 	flag.StringVar(&c.out, "out", "docs/benchmarks-detection.md", "report (\"\" = none)")
@@ -96,6 +99,10 @@ func main() {
 	if c.burn > 0 {
 		burn(c.burn)
 		return
+	}
+	if c.canaries < 1 || c.canaries >= c.vehicles {
+		fmt.Fprintf(os.Stderr, "bench-detection: -canaries %d must be at least 1 and fewer than -vehicles %d\n", c.canaries, c.vehicles)
+		os.Exit(2)
 	}
 	c.arms = strings.Split(arms, ",")
 	if err := run(c); err != nil {
@@ -250,13 +257,18 @@ func run(c config) error {
 	var trials []trial
 	for i := 0; i < c.trials*len(c.arms); i++ {
 		a := allArms[c.arms[i%len(c.arms)]]
-		canary := fmt.Sprintf("av-%03d", 1+i%c.vehicles)
+		// The canaries rotate over the fleet: trial i starts at vehicle i.
+		var canary []string
+		for k := 0; k < c.canaries; k++ {
+			canary = append(canary, fmt.Sprintf("av-%03d", 1+(i+k)%c.vehicles))
+		}
+		sort.Strings(canary)
 		t, err := b.trial(i, a, canary)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			fmt.Fprintf(os.Stderr, "trial %d (%s on %s): %v\n%s\n", i+1, a.name, canary, err, f.Evidence(ctx))
+			fmt.Fprintf(os.Stderr, "trial %d (%s on %s): %v\n%s\n", i+1, a.name, strings.Join(canary, ","), err, f.Evidence(ctx))
 			return err
 		}
 		trials = append(trials, t)
@@ -265,7 +277,7 @@ func run(c config) error {
 		if err := (&report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}).write(); err != nil {
 			return err
 		}
-		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, canary, t.verified.Round(100*time.Millisecond))
+		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, t.canary, t.verified.Round(100*time.Millisecond))
 		for _, m := range reported {
 			d := t.by[m.name]
 			fmt.Printf("  %s %s after %s", m.name, orNone(d.phase), d.after.Round(time.Second))
@@ -405,8 +417,8 @@ func (b *bench) vehicleVerified(vehicle, rev string) (bool, error) {
 	return n == len(b.f.Vehicles[vehicle].Hosts), nil
 }
 
-func (b *bench) trial(i int, a arm, canary string) (trial, error) {
-	t := trial{arm: a.name, n: i, canary: canary, by: map[string]decision{}}
+func (b *bench) trial(i int, a arm, canary []string) (trial, error) {
+	t := trial{arm: a.name, n: i, canary: strings.Join(canary, ","), by: map[string]decision{}}
 	before, err := b.get()
 	if err != nil {
 		return t, err
@@ -422,7 +434,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 		a.edit(&p.Spec)
 		p.Spec.Defaults.Ssthresh = &ss
 		p.Spec.Rollout = &v1alpha1.RolloutSpec{
-			Canary: v1alpha1.CanarySpec{Vehicles: []string{canary}},
+			Canary: v1alpha1.CanarySpec{Vehicles: canary},
 			Steps:  []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}},
 		}
 	}); err != nil {
@@ -437,15 +449,19 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 	rev := p.Status.CurrentRevision
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		ok, err := b.vehicleVerified(canary, rev)
-		if err != nil {
-			return t, err
+		ok := true
+		for _, v := range canary {
+			verified, err := b.vehicleVerified(v, rev)
+			if err != nil {
+				return t, err
+			}
+			ok = ok && verified
 		}
 		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
-			return t, fmt.Errorf("canary %s did not verify %s in 2m", canary, rev)
+			return t, fmt.Errorf("canary %s did not verify %s in 2m", t.canary, rev)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -453,7 +469,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 	t.verified = verifiedAt.Sub(edited)
 	var baseline []string
 	for v := range b.f.Vehicles {
-		if v != canary {
+		if !slices.Contains(canary, v) {
 			baseline = append(baseline, v)
 		}
 	}
@@ -479,7 +495,7 @@ func (b *bench) trial(i int, a arm, canary string) (trial, error) {
 			since := analysis.StartedAt(r, now)
 			qctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 			meas := analysis.Measure(qctx, m.q, profileName, m.spec,
-				analysis.Cohort{Vehicles: []string{canary}, Revision: rev, Since: since},
+				analysis.Cohort{Vehicles: canary, Revision: rev, Since: since},
 				analysis.Cohort{Vehicles: baseline, Revision: stableRev, Since: since}, now)
 			cancel()
 			r = analysis.Accumulate(r, meas, m.spec)

@@ -55,7 +55,7 @@ func (b *bench) snapshot() map[string]map[string]int64 {
 
 // collect fills e from two snapshots and Loki's counts of the window
 // ending at end.
-func (b *bench) collect(before, after map[string]map[string]int64, canary string, baseline []string, rev, stableRev string, window time.Duration, end time.Time) evidence {
+func (b *bench) collect(before, after map[string]map[string]int64, canary, baseline []string, rev, stableRev string, window time.Duration, end time.Time) evidence {
 	e := evidence{window: window}
 	cohort := func(vehicles []string, revision string) cohortEvidence {
 		c := cohortEvidence{vehicles: len(vehicles), over: map[int]float64{}, tcp: map[string]int64{}}
@@ -72,7 +72,7 @@ func (b *bench) collect(before, after map[string]map[string]int64, canary string
 		}
 		return c
 	}
-	e.canary = cohort([]string{canary}, rev)
+	e.canary = cohort(canary, rev)
 	e.baseline = cohort(baseline, stableRev)
 	return e
 }
@@ -107,7 +107,7 @@ func per1000(n, d float64) string {
 
 // physicsTable sums every trial's evidence per arm: messages slower than
 // each bound per 1000 messages, and TCP events per 1000 messages, the
-// canary vehicle against one baseline vehicle (the baseline's sums divided
+// canary vehicle against one baseline vehicle (each cohort's sums divided
 // by its vehicles).
 func (r *report) physicsTable() string {
 	type sums struct {
