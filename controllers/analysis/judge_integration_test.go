@@ -251,19 +251,6 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 			}
 		}
 	})
-	t.Run("two canary vehicles: a Fail needs the effect in each", func(t *testing.T) {
-		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-007"}, Revision: "bad"}, baseline, at)
-		t.Logf("one hurt, one healthy: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "rank test does not confirm on av-007") {
-			t.Errorf("phase %s: %s, want Inconclusive, av-007 not confirming", m.Phase, m.Message)
-		}
-		m = Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-008"}, Revision: "bad"}, baseline, at)
-		t.Logf("both hurt: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseFailed || m.Judge.Pairs[0].CanarySlow != 120 || m.Judge.Pairs[0].CanaryTotal != 6000 ||
-			!strings.Contains(m.Judge.Pairs[0].Reason, "in each of 2 canary vehicles") {
-			t.Errorf("phase %s: %s, want Failed on 120/6000 confirmed in each vehicle", m.Phase, m.Message)
-		}
-	})
 	t.Run("good canary passes", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-002"}, Revision: "good"}, baseline, at)
 		t.Logf("measurement: %s %s", m.Phase, m.Message)
