@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "time"
+
 // The words of a NetTuningProfile's status, shared by the controller, the
 // plugin, the demo and the tests: one definition each.
 
@@ -79,4 +81,24 @@ const (
 	// CleanupFinalizer (on a profile) removes a deleted profile's items from
 	// every node before the profile goes.
 	CleanupFinalizer = "nettune.io/cleanup"
+	// AgentLeaseLabel marks the coordination.k8s.io Lease an agent renews to
+	// say it is alive; its value is the node's name. The Lease is named
+	// after the node and lives in the controller's namespace; the
+	// controller judges liveness by its own clock, from when it observed a
+	// renewal, never from the renewTime the vehicle wrote.
+	AgentLeaseLabel = "nettune.io/agent-lease"
+)
+
+// Agent liveness defaults.
+const (
+	// DefaultAgentLeaseRenew is how often an agent renews its Lease: three
+	// renewals fit in the default unreachableAfter (2m).
+	DefaultAgentLeaseRenew = 40 * time.Second
+	// DefaultAgentLeaseDuration is the leaseDurationSeconds an agent writes
+	// (informational: the controller uses each profile's unreachableAfter).
+	DefaultAgentLeaseDuration = 2 * time.Minute
+	// DefaultStatusRefresh is how often an agent rewrites an unchanged
+	// status (lastHeartbeatTime): liveness comes from the Lease, so this
+	// only bounds how stale a status can look.
+	DefaultStatusRefresh = 5 * time.Minute
 )
