@@ -511,6 +511,10 @@ func SetupAll(mgr ctrl.Manager, r *ProfileReconciler) error {
 	if r.Reports == nil {
 		r.Reports = NewRenderReports()
 	}
+	if r.Liveness == nil {
+		r.Liveness = NewLiveness()
+		r.Liveness.Now = r.Now
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,6 +94,12 @@ type ProfileReconciler struct {
 	// profile's conditions (and wakes the profile when they change); nil
 	// reports none.
 	Reports *RenderReports
+	// Liveness says when each node's agent was last seen, from the agents'
+	// Leases by the controller's clock, and wakes a profile when a vehicle
+	// turns Unreachable (SetupAll makes one); nil judges by the status
+	// heartbeats and requeues each profile for the next vehicle that can
+	// turn Unreachable.
+	Liveness *Liveness
 	// MaxConcurrentReconciles is the number of profiles reconciled at once
 	// (4 when 0).
 	MaxConcurrentReconciles int
@@ -120,6 +127,13 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))
 	}
+	if r.Liveness != nil {
+		b = b.Watches(&coordinationv1.Lease{}, r.leaseHandler(r.Liveness)).
+			WatchesRawSource(source.Channel(r.Liveness.Changes, &handler.EnqueueRequestForObject{}))
+		if err := mgr.Add(r.Liveness); err != nil {
+			return err
+		}
+	}
 	return b.Complete(r)
 }
 
@@ -132,9 +146,15 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		reader = r.Client
 	}
 	if err := reader.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) && r.Liveness != nil {
+			r.Liveness.Untrack(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
+		if r.Liveness != nil {
+			r.Liveness.Untrack(p.Name)
+		}
 		return r.finalize(ctx, p)
 	}
 	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
@@ -219,9 +239,15 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 		return planner.Output{}, nil, err
 	}
 
+	var live fleetmodel.Liveness
+	if r.Liveness != nil {
+		r.Liveness.Track(p.Name, p.Spec.Rollout.GetUnreachableAfter())
+		live = r.Liveness
+	}
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
-		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.Observe(p.Name, nnts), Commands: fleetmodel.Commands(p),
+		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.Observe(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
+		LivenessTimer: r.Liveness != nil,
 	}
 	out = planner.Plan(in)
 	if len(out.Measures) > 0 {

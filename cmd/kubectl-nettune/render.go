@@ -426,7 +426,7 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 	}
 	after := p.Spec.Rollout.GetUnreachableAfter()
 	var rows []vehicleRow
-	for _, v := range f.Observe(p.Name, byNode) {
+	for _, v := range f.Observe(p.Name, byNode, nil) {
 		r := vehicleRow{Name: v.Name, Role: roleBaseline, Nodes: v.Nodes, Verified: v.VerifiedNodes, LastSeen: v.LastSeen,
 			Hardware: strings.Join(v.Hardware, "+"), Revision: orDash(v.Assigned)}
 		for _, n := range f.Vehicles[v.Name] {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,12 +18,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
 	"github.com/nettune/nettune/node-agent/latency"
@@ -36,6 +39,8 @@ type runOptions struct {
 	probePort   int
 	heartbeat   time.Duration
 	resync      time.Duration
+	leaseNS     string
+	leaseRenew  time.Duration
 
 	vehicle            string
 	vehicleLabel       string
@@ -77,7 +82,9 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9101", "Prometheus /metrics address (\"0\" disables)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address (\"0\" disables)")
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
-	fs.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "rewrite status at least this often even when unchanged (keep it well below the profiles' unreachableAfter, default 2m)")
+	fs.DurationVar(&o.heartbeat, "heartbeat", v1alpha1.DefaultStatusRefresh, "rewrite an unchanged status (lastHeartbeatTime) this often; liveness is the Lease (--lease-renew), so this only bounds how stale a status looks")
+	fs.StringVar(&o.leaseNS, "lease-namespace", defaultLeaseNamespace(), "namespace of the agent's Lease (named after the node; the controller's namespace), default $POD_NAMESPACE or nettune-system")
+	fs.DurationVar(&o.leaseRenew, "lease-renew", v1alpha1.DefaultAgentLeaseRenew, "renew the agent's Lease this often (keep it well below the profiles' unreachableAfter, default 2m); 0 keeps no Lease and heartbeats through the status instead (set --heartbeat below unreachableAfter then)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
 	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
@@ -96,8 +103,8 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if o.node == "" {
 		return errors.New("--node is required")
 	}
-	if o.heartbeat <= 0 || o.resync <= 0 {
-		return fmt.Errorf("--heartbeat (%s) and --resync (%s) must be above 0", o.heartbeat, o.resync)
+	if o.heartbeat <= 0 || o.resync <= 0 || o.leaseRenew < 0 {
+		return fmt.Errorf("--heartbeat (%s) and --resync (%s) must be above 0, --lease-renew (%s) at least 0", o.heartbeat, o.resync, o.leaseRenew)
 	}
 	log := c.logger(out).WithValues("node", o.node)
 	ctrl.SetLogger(log)
@@ -259,8 +266,29 @@ func runManager(ctx context.Context, r *agent.Reconciler, o *runOptions, log log
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up reconciler: %w", err)
 	}
+	if o.leaseRenew > 0 {
+		// One object: a direct client, no Lease informer (nor the RBAC to
+		// list them).
+		direct, err := client.New(cfg, client.Options{Scheme: sch})
+		if err != nil {
+			return fmt.Errorf("lease client: %w", err)
+		}
+		keeper := &agent.LeaseKeeper{Client: direct, Namespace: o.leaseNS, Node: o.node, Renew: o.leaseRenew, Log: log.WithName("lease")}
+		if err := mgr.Add(keeper); err != nil {
+			return err
+		}
+	}
 	log.Info("watching NodeNetTuning", "name", o.node, "apiServer", cfg.Host)
 	return mgr.Start(ctx)
+}
+
+// defaultLeaseNamespace is $POD_NAMESPACE (the chart sets it to the
+// release namespace) or nettune-system.
+func defaultLeaseNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "nettune-system"
 }
 
 // serveProbe listens on the probe port inside the host's namespace: peers'

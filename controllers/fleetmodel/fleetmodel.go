@@ -160,10 +160,18 @@ func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
 // VehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
 func (f *Fleet) VehicleOf(node string) string { return f.byNode[node] }
 
+// Liveness says when a node's agent was last seen alive. heartbeat is the
+// node's status.lastHeartbeatTime (zero when none), for a node with no
+// other sign of life.
+type Liveness interface {
+	LastSeen(node string, heartbeat time.Time) time.Time
+}
+
 // Observe summarizes each vehicle, sorted by name, from its nodes'
 // NodeNetTunings (by node name; a missing one is a node that has not
-// reported).
-func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning) []planner.Vehicle {
+// reported). live says when each node was last seen; nil takes the status
+// heartbeat.
+func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning, live Liveness) []planner.Vehicle {
 	out := make([]planner.Vehicle, 0, len(f.Vehicles))
 	for name, nodes := range f.Vehicles {
 		v := planner.Vehicle{Name: name, Verified: true, Nodes: len(nodes)}
@@ -196,6 +204,9 @@ func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning)
 				v.Mixed = true
 			}
 			verified, failed, seen := NodeReport(nnt)
+			if live != nil {
+				seen = live.LastSeen(n.Name, seen)
+			}
 			if verified {
 				v.VerifiedNodes++
 			}

@@ -87,7 +87,7 @@ func TestSelectAndObserve(t *testing.T) {
 		"av-2-a": report("av-2-a", "p-1", true, now),
 		// av-2-b never reported: no revision there, so av-2 is mixed
 	}
-	vs := f.Observe("p", nnts)
+	vs := f.Observe("p", nnts, nil)
 	if len(vs) != 2 || vs[0].Name != "av-1" || vs[1].Name != "av-2" {
 		t.Fatalf("vehicles %+v", vs)
 	}

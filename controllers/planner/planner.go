@@ -112,6 +112,10 @@ type Input struct {
 	Status   v1alpha1.NetTuningProfileStatus
 	Vehicles []Vehicle
 	Commands Commands
+	// LivenessTimer says the caller wakes the planner when a vehicle turns
+	// Unreachable (one timer for the whole fleet): the output then asks for
+	// no requeue for that.
+	LivenessTimer bool
 }
 
 // Event is something worth a Kubernetes event.
@@ -870,6 +874,9 @@ func (p *plan) reachable(v Vehicle) bool { return Reachable(v, p.in.Now, p.unrea
 
 // unreachableRequeue wakes the controller when a vehicle turns Unreachable.
 func (p *plan) unreachableRequeue() {
+	if p.in.LivenessTimer {
+		return
+	}
 	after := p.unreachableAfter()
 	for _, v := range p.in.Vehicles {
 		if p.reachable(v) {

@@ -434,6 +434,25 @@ func TestRequeueWhenAVehicleWouldTurnUnreachable(t *testing.T) {
 	}
 }
 
+// TestNoUnreachableRequeueWithLivenessTimer: when the caller keeps the
+// fleet's one liveness timer, a healthy, idle profile asks for no requeue
+// (with a thousand vehicles renewing at different moments, the earliest
+// one's deadline would otherwise wake every profile again and again).
+func TestNoUnreachableRequeueWithLivenessTimer(t *testing.T) {
+	s := newSim(t, shipped(), 4, 2, "r1")
+	s.rollout.UnreachableAfter = dur(15 * time.Second)
+	s.vehicles["av-01"].LastSeen = s.now.Add(-5 * time.Second)
+	in := s.input()
+	if out := planner.Plan(in); out.RequeueAfter <= 0 || out.RequeueAfter > 11*time.Second {
+		t.Fatalf("without the timer: RequeueAfter %s, want about 10s", out.RequeueAfter)
+	}
+	in.LivenessTimer = true
+	out := planner.Plan(in)
+	if out.RequeueAfter != 0 || out.Status.Phase != v1alpha1.PhaseHealthy {
+		t.Errorf("with the timer: RequeueAfter %s phase %s, want none on a healthy profile", out.RequeueAfter, out.Status.Phase)
+	}
+}
+
 // withGuard is shipped() whose analysis steps also run a "tcp-guard"
 // analysis beside the latency one.
 func withGuard(dryRun bool) *v1alpha1.RolloutSpec {

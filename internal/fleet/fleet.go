@@ -66,7 +66,8 @@ type Options struct {
 	Vehicles []VehicleSpec
 	// Topics are the agents' --probe-topic values (default planning:4096:50).
 	Topics []string
-	// Heartbeat is the agents' status heartbeat (default 5s).
+	// Heartbeat is how often the agents renew their Leases, their sign of
+	// life (default 5s); their status is written when it changes.
 	Heartbeat time.Duration
 	// Progress receives one line per stage.
 	Progress io.Writer
@@ -237,7 +238,7 @@ func (f *Fleet) StartAgents(vehicle string) error {
 		args := []string{"run", "--node", node, "--netns", h.Netns, "--vehicle", vehicle, "--host", h.Name,
 			"--state-dir", filepath.Join(f.Dir, "agents", node),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node]),
-			"--heartbeat", f.opts.Heartbeat.String(), "--resync", "10s",
+			"--lease-renew", f.opts.Heartbeat.String(), "--lease-namespace", Namespace, "--resync", "10s",
 			"--loki-url", f.Loki.URL}
 		for _, t := range f.opts.Topics {
 			args = append(args, "--probe-topic", t)

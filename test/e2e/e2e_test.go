@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -166,6 +167,46 @@ func nodes(t *testing.T) []v1alpha1.NodeNetTuning {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// assertLeases checks every agent renews its Lease (its sign of life) and
+// leaves its status alone while nothing changes.
+func assertLeases(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	read := func() map[string]coordinationv1.Lease {
+		list := &coordinationv1.LeaseList{}
+		if err := f.CP.Client.List(ctx, list, client.InNamespace(fleet.Namespace), client.HasLabels{v1alpha1.AgentLeaseLabel}); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]coordinationv1.Lease{}
+		for _, l := range list.Items {
+			out[l.Name] = l
+		}
+		return out
+	}
+	status := func() map[string]string {
+		out := map[string]string{}
+		for _, n := range nodes(t) {
+			out[n.Name] = n.ResourceVersion
+		}
+		return out
+	}
+	before, statusBefore := read(), status()
+	time.Sleep(12 * time.Second) // more than two of the fleet's 5 s renewals
+	after, statusAfter := read(), status()
+	for _, n := range nodes(t) {
+		b, a := before[n.Name], after[n.Name]
+		switch {
+		case a.Spec.RenewTime == nil || a.Spec.HolderIdentity == nil || *a.Spec.HolderIdentity != n.Name || a.Labels[v1alpha1.AgentLeaseLabel] != n.Name:
+			t.Errorf("node %s: no agent lease held by it: %+v", n.Name, a)
+		case b.Spec.RenewTime == nil || !a.Spec.RenewTime.After(b.Spec.RenewTime.Time):
+			t.Errorf("node %s: lease not renewed in 12 s (%v -> %v)", n.Name, b.Spec.RenewTime, a.Spec.RenewTime)
+		}
+		if statusBefore[n.Name] != statusAfter[n.Name] {
+			t.Errorf("node %s: NodeNetTuning rewritten in 12 s of nothing changing (resourceVersion %s -> %s): liveness belongs to the lease", n.Name, statusBefore[n.Name], statusAfter[n.Name])
+		}
+	}
 }
 
 // vehicleOf is the vehicle of a node name (av-001-xavier-a -> av-001).
@@ -335,6 +376,7 @@ func TestE2E(t *testing.T) {
 		r1 = p.Status.StableRevision
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
 		assertRoutes(t, "cwnd lock 40", nil)
+		assertLeases(t)
 	})
 
 	t.Run("good profile rolls out canary, partial, whole fleet", func(t *testing.T) {

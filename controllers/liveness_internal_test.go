@@ -1,0 +1,92 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+	"time"
+)
+
+// The timer's arithmetic on a fake clock: renewals never wake a profile, a
+// node that stops renewing wakes each profile once when it crosses that
+// profile's unreachableAfter, a node coming back after the shortest one says
+// so, and a node without a Lease is timed by its status heartbeat.
+func TestLivenessScan(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	now := t0
+	l := NewLiveness()
+	l.Now = func() time.Time { return now }
+	l.lastScan = t0
+	l.Track("short", 10*time.Second)
+	l.Track("long", 30*time.Second)
+	for _, n := range []string{"a", "b"} {
+		if l.Renewed(n) {
+			t.Fatalf("a first renewal of %s came back", n)
+		}
+	}
+	if got, next := l.scan(now); len(got) != 0 || !next.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("scan at t0: %v next %s, want none and t0+10s", got, next)
+	}
+	// Both renew every 5 s for 20 s: nothing crosses, the next deadline
+	// moves with the renewals.
+	for range 4 {
+		now = now.Add(5 * time.Second)
+		l.Renewed("a")
+		l.Renewed("b")
+		if got, next := l.scan(now); len(got) != 0 || !next.Equal(now.Add(10*time.Second)) {
+			t.Fatalf("scan at +%s: %v next %s", now.Sub(t0), got, next.Sub(t0))
+		}
+	}
+	// b stops at t0+20s; a goes on.
+	stopped := now
+	var woke []string
+	for now.Before(stopped.Add(35 * time.Second)) {
+		now = now.Add(time.Second)
+		l.Renewed("a")
+		got, _ := l.scan(now)
+		for _, p := range got {
+			woke = append(woke, p+"@"+now.Sub(stopped).String())
+		}
+	}
+	if len(woke) != 2 || woke[0] != "short@10s" || woke[1] != "long@30s" {
+		t.Errorf("woken %v, want short@10s and long@30s", woke)
+	}
+	if seen := l.LastSeen("b", now); !seen.Equal(stopped) {
+		t.Errorf("LastSeen(b) %s, want its last renewal %s (not the heartbeat given)", seen, stopped)
+	}
+	if !l.Renewed("b") {
+		t.Errorf("b renewing after 35 s of silence did not come back")
+	}
+
+	// A node without a Lease: its heartbeat, remembered when read.
+	beat := now.Add(-4 * time.Second)
+	if seen := l.LastSeen("c", beat); !seen.Equal(beat) {
+		t.Errorf("LastSeen(c) %s, want its heartbeat", seen)
+	}
+	if _, next := l.scan(now); !next.Equal(beat.Add(10 * time.Second)) {
+		t.Errorf("next %s, want c's heartbeat + 10s", next.Sub(t0))
+	}
+	now = beat.Add(11 * time.Second)
+	if got, _ := l.scan(now); len(got) != 1 || got[0] != "short" {
+		t.Errorf("c silent past 10s: woke %v, want short", got)
+	}
+	l.Untrack("short")
+	l.Forget("c")
+	if _, next := l.scan(now); next.IsZero() || next.Before(now) {
+		t.Errorf("after Untrack and Forget: next %s", next)
+	}
+}
