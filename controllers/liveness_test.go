@@ -111,7 +111,7 @@ func TestLeaseLiveness(t *testing.T) {
 	silent := time.Now()
 	// The last renewal was at most 500 ms before silent: Unreachable is due
 	// between after-0.5s and after plus the timer's second and a reconcile.
-	p = e.waitProfile("lan", after+10*time.Second, "av-1 and av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
+	e.waitProfile("lan", after+10*time.Second, "av-1 and av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Vehicles.Unreachable == 2
 	})
 	took := time.Since(silent)
