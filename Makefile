@@ -101,6 +101,10 @@ bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs pr
 bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
 	cd hack/bench && $(GO) run ./detection $(BENCH_DETECTION_ARGS)
 
+.PHONY: bench-scale
+bench-scale: tools build ## Fleet scale: the real controller against simulated agents at 1,000, 5,000 and 30,000 nodes, into docs/bench-scale.md.
+	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)
+
 .PHONY: soak
 soak: tools ## The whole e2e suite and the demo N=5 times each under a 50 % CPU burner, one line per run (root, about 30 minutes).
 	hack/soak.sh
