@@ -89,14 +89,31 @@ func (l *Liveness) now() time.Time {
 // it, so the timer may wake a profile early, never late.
 func (l *Liveness) LastSeen(node string, heartbeat time.Time) time.Time {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if t, ok := l.seen[node]; ok {
+		l.mu.Unlock()
 		return t
 	}
-	if !heartbeat.IsZero() {
+	prev, known := l.beats[node]
+	moved := !heartbeat.IsZero() && (!known || heartbeat.After(prev))
+	if moved {
 		l.beats[node] = heartbeat
 	}
+	l.mu.Unlock()
+	if moved {
+		// A new node, or one whose deadline the timer may have passed
+		// already (it scanned the heartbeat a reconcile had last read):
+		// its deadline may be the next one.
+		l.nudge()
+	}
 	return heartbeat
+}
+
+// HasLease reports whether node's agent renews a Lease.
+func (l *Liveness) HasLease(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.seen[node]
+	return ok
 }
 
 // Track records a profile's unreachableAfter (on every reconcile of it).
@@ -128,11 +145,12 @@ func (l *Liveness) Renewed(node string) (cameBack bool) {
 	delete(l.beats, node)
 	shortest := l.shortestLocked()
 	l.mu.Unlock()
-	if !known {
+	cameBack = known && shortest > 0 && now.Sub(prev) >= shortest
+	if !known || cameBack {
+		// A deadline the timer has not seen, or one it passed already.
 		l.nudge()
-		return false
 	}
-	return shortest > 0 && now.Sub(prev) >= shortest
+	return cameBack
 }
 
 // Forget drops a node whose Lease was deleted: it is judged by its status

@@ -19,6 +19,11 @@ package controllers
 import (
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // The timer's arithmetic on a fake clock: renewals never wake a profile, a
@@ -88,5 +93,53 @@ func TestLivenessScan(t *testing.T) {
 	l.Forget("c")
 	if _, next := l.scan(now); next.IsZero() || next.Before(now) {
 		t.Errorf("after Untrack and Forget: next %s", next)
+	}
+}
+
+// A node the timer learns of through a status heartbeat, or whose heartbeat
+// moved, wakes the timer (its deadline may be the next one); a node with a Lease is never woken
+// for by its status refresh, one without is after a gap.
+func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
+	l := NewLiveness()
+	now := time.Now()
+	l.LastSeen("old-agent", now)
+	select {
+	case <-l.wake:
+	default:
+		t.Errorf("a new heartbeat-only node did not wake the timer")
+	}
+	l.LastSeen("old-agent", now)
+	select {
+	case <-l.wake:
+		t.Errorf("a known node's same heartbeat woke the timer")
+	default:
+	}
+	l.LastSeen("old-agent", now.Add(time.Second))
+	select {
+	case <-l.wake:
+	default:
+		t.Errorf("a newer heartbeat (the timer may have passed the old one's deadline) did not wake the timer")
+	}
+	l.Renewed("new-agent")
+	if !l.HasLease("new-agent") || l.HasLease("old-agent") {
+		t.Errorf("HasLease: new-agent %v old-agent %v", l.HasLease("new-agent"), l.HasLease("old-agent"))
+	}
+
+	refresh := func(name string, gap time.Duration) event.UpdateEvent {
+		o := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}}
+		o.Status.LastHeartbeatTime = &metav1.Time{Time: now}
+		n := o.DeepCopy()
+		n.Status.LastHeartbeatTime = &metav1.Time{Time: now.Add(gap)}
+		return event.UpdateEvent{ObjectOld: o, ObjectNew: n}
+	}
+	pred := nntPredicate(l)
+	if pred.Update(refresh("new-agent", 5*time.Minute)) {
+		t.Errorf("a status refresh of a node with a Lease passed the predicate")
+	}
+	if !pred.Update(refresh("old-agent", 2*time.Minute)) {
+		t.Errorf("a heartbeat resuming after 2m on a node without a Lease did not pass")
+	}
+	if pred.Update(refresh("old-agent", 30*time.Second)) {
+		t.Errorf("a routine 30 s heartbeat passed the predicate")
 	}
 }

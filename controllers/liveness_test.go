@@ -131,4 +131,54 @@ func TestLeaseLiveness(t *testing.T) {
 		return p.Status.Vehicles.Unreachable == 1
 	})
 	t.Logf("av-1 renewing again -> reachable in %s", time.Since(back).Round(10*time.Millisecond))
+
+	// Silent again: the timer, which had passed every deadline, must have
+	// learned av-1's new one.
+	mu.Lock()
+	stopped["av-1"] = true
+	mu.Unlock()
+	again := time.Now()
+	e.waitProfile("lan", after+10*time.Second, "av-1 Unreachable again", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Vehicles.Unreachable == 2
+	})
+	t.Logf("av-1 silent again -> Unreachable in %s", time.Since(again).Round(10*time.Millisecond))
+}
+
+// TestStatusHeartbeatLiveness: agents that keep no Lease (an older agent)
+// are judged by their status heartbeats; the fleet's timer must wake the
+// profile when one of them goes silent, though heartbeats alone wake
+// nothing.
+func TestStatusHeartbeatLiveness(t *testing.T) {
+	e := startFleet(t, "", "")
+	e.addVehicles("xavier", "av-1", "av-2")
+	const after = 5 * time.Second
+	p := &v1alpha1.NetTuningProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
+		Spec: v1alpha1.NetTuningProfileSpec{
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
+			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
+				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},
+		},
+	}
+	if err := e.c.Create(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.waitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.Vehicles.Verified == 2
+	})
+	// The simulated agents heartbeat every 2 s: nobody is Unreachable.
+	for end := time.Now().Add(2 * after); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if n := e.profile("lan").Status.Vehicles.Unreachable; n != 0 {
+			t.Fatalf("%d vehicle(s) Unreachable while every agent heartbeats", n)
+		}
+	}
+	e.mu.Lock()
+	e.offline["av-2"] = true
+	e.mu.Unlock()
+	silent := time.Now()
+	e.waitProfile("lan", after+15*time.Second, "av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.Vehicles.Unreachable == 1
+	})
+	t.Logf("heartbeats stopped -> Unreachable in %s (unreachableAfter %s, heartbeat every 2 s)", time.Since(silent).Round(10*time.Millisecond), after)
 }

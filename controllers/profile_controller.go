@@ -122,7 +122,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(renderedNodePredicate())).
-		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate())).
+		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate(r.Liveness))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation})
 	if r.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))

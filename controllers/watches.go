@@ -51,9 +51,11 @@ func (r *ProfileReconciler) allProfiles() handler.EventHandler {
 // a heartbeat alone is worth a reconcile (the vehicle may have come back).
 const heartbeatGap = 60 * time.Second
 
-// nntPredicate passes NodeNetTuning changes except routine heartbeats: the
-// planner requeues by itself for vehicles turning Unreachable.
-func nntPredicate() predicate.Predicate {
+// nntPredicate passes NodeNetTuning changes except routine heartbeats: a
+// node with an agent Lease is never woken for by its status refresh (l
+// times its liveness), one without is when its heartbeat resumes after
+// heartbeatGap (it may have come back).
+func nntPredicate(l *Liveness) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*v1alpha1.NodeNetTuning)
@@ -68,6 +70,9 @@ func nntPredicate() predicate.Predicate {
 			os.LastHeartbeatTime, ns.LastHeartbeatTime = nil, nil
 			if !apiequality.Semantic.DeepEqual(os, ns) {
 				return true
+			}
+			if l != nil && l.HasLease(n.Name) {
+				return false
 			}
 			if o.Status.LastHeartbeatTime == nil || n.Status.LastHeartbeatTime == nil {
 				return o.Status.LastHeartbeatTime != n.Status.LastHeartbeatTime
