@@ -1,0 +1,151 @@
+// Command bench-scale measures the real controller (bin/nettune-controller)
+// at fleet scale against a real kube-apiserver and etcd: for each size, N
+// Nodes in N/hosts vehicles, with simulated agents in this process that
+// report every NodeNetTuning verified shortly after its spec changes, under
+// one of two liveness protocols: "lease" (each agent renews a
+// coordination.k8s.io Lease every 40 s and rewrites its status only when the
+// report changes, plus a refresh every 5 min) and "status" (the previous
+// protocol: no Lease, the status re-patched with a new heartbeat every 30 s).
+//
+// Per size and protocol it times four scenarios: the first revision to
+// every vehicle at once; a staged rollout (canary of 2 vehicles, then 10 %,
+// 50 %, 100 %); an abort at a paused canary back to the stable revision;
+// and an idle stretch with nothing to do. For each it measures the
+// controller's CPU and peak RSS and the API requests (by verb and resource,
+// 409 Conflicts apart) from the kube-apiserver's own metrics.
+//
+// It writes docs/bench-scale.md after every run (size x protocol). Run it
+// with `make bench-scale`; the idle phases alone take -idle (5 min) per run,
+// 30 min with the defaults. The controller, the control plane and the
+// simulator share the machine, so run it with nothing else running.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Liveness protocols of the simulated agents.
+const (
+	modeLease  = "lease"
+	modeStatus = "status"
+)
+
+// config is the benchmark's flags.
+type config struct {
+	sizes      []int
+	hosts      int
+	modes      []string
+	idle       time.Duration
+	maxWait    time.Duration
+	agentDelay time.Duration
+	workers    int
+	settle     time.Duration
+	progress   time.Duration
+	stateDir   string
+	out        string
+	command    string // the command line as run, for the report
+}
+
+// main runs the benchmark with the command line's flags.
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line into a config and checks it.
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench-scale", flag.ContinueOnError)
+	sizes := fs.String("sizes", "1000,5000,30000", "fleet sizes in nodes, comma-separated")
+	modes := fs.String("liveness", modeLease+","+modeStatus, "liveness protocols of the simulated agents, run one after the other per size: lease (the new one) and/or status (the previous one)")
+	fs.IntVar(&c.hosts, "hosts", 5, "nodes per vehicle")
+	fs.DurationVar(&c.idle, "idle", 5*time.Minute, "length of the idle measurement")
+	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Minute, "longest a scenario waits for its end state")
+	fs.DurationVar(&c.agentDelay, "agent-delay", 50*time.Millisecond, "how long a simulated agent takes to apply and verify a new spec")
+	fs.IntVar(&c.workers, "agent-workers", 32, "simulated agents' worker pool (and parallel Node creates)")
+	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait between the rollback and the idle measurement")
+	fs.DurationVar(&c.progress, "progress", 5*time.Second, "period of the progress lines")
+	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
+	fs.StringVar(&c.out, "out", "docs/bench-scale.md", "report, relative to the repository root (\"\" = none)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var err error
+	if c.sizes, err = parseSizes(*sizes); err != nil {
+		return c, err
+	}
+	if c.modes, err = parseModes(*modes); err != nil {
+		return c, err
+	}
+	if c.hosts < 1 {
+		return c, fmt.Errorf("-hosts %d: must be at least 1", c.hosts)
+	}
+	for _, n := range c.sizes {
+		// Two canary vehicles and at least one more.
+		if n/c.hosts < 3 {
+			return c, fmt.Errorf("-sizes %d: needs at least 3 vehicles of %d hosts", n, c.hosts)
+		}
+	}
+	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 {
+		return c, errors.New("-agent-workers, -idle, -max-wait and -progress must be positive")
+	}
+	c.command = strings.TrimSpace("cd hack/bench && go run ./scale " + shellJoin(args))
+	return c, nil
+}
+
+// shellJoin writes args as a shell would need them typed.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// parseSizes reads a comma-separated list of positive node counts.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-sizes: %q is not a positive node count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseModes reads a comma-separated list of liveness protocols.
+func parseModes(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch m := strings.TrimSpace(f); m {
+		case modeLease, modeStatus:
+			out = append(out, m)
+		default:
+			return nil, fmt.Errorf("-liveness: unknown protocol %q (lease, status)", f)
+		}
+	}
+	return out, nil
+}

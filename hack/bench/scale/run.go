@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+// result is what one size measured under one liveness protocol.
+type result struct {
+	nodes, vehicles, hosts int
+	mode                   string
+	began                  time.Time
+	took                   time.Duration
+	created                time.Duration // creating the Nodes
+	allAtOnce, staged      scenario
+	rollback               scenario
+	// phases in order: setup (controller start, agents start), then one
+	// per scenario that ran, then idle.
+	phases     []phase
+	idle       *phase
+	logPath    string
+	log        logSummary
+	simErrors  []kindCount
+	simWrites  int64
+	simFailed  int64
+	err        string // what stopped the run early ("" when it ran to the end)
+	controller string // the controller binary
+	// loadStart and loadEnd are the load averages (1, 5, 15 min) when the
+	// run started and ended: the machine may be shared.
+	loadStart, loadEnd string
+}
+
+// environment is what every run shares.
+type environment struct {
+	root, controller, stateDir string
+}
+
+// run measures every size under every liveness protocol, rewriting the
+// report after each, and returns the results.
+func run(ctx context.Context, c config, w io.Writer) ([]*result, error) {
+	env, err := prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	// envtest and the informers log through controller-runtime; what
+	// matters here is returned as errors (the controller logs to its file).
+	ctrllog.SetLogger(logr.Discard())
+	began := time.Now()
+	fmt.Fprintf(w, "bench-scale: sizes %v, %d hosts per vehicle, liveness %v; state and controller logs in %s\n", c.sizes, c.hosts, c.modes, env.stateDir)
+	var results []*result
+	for _, n := range c.sizes {
+		for _, mode := range c.modes {
+			r, err := runOne(ctx, c, env, n, mode, w)
+			results = append(results, r)
+			if werr := writeReport(c, env, results, began); werr != nil {
+				return results, werr
+			}
+			if err != nil {
+				return results, err
+			}
+			printSummary(w, r)
+		}
+	}
+	if c.out != "" {
+		fmt.Fprintf(w, "bench-scale: report written to %s (%s)\n", reportPath(c, env), time.Since(began).Round(time.Second))
+	}
+	return results, nil
+}
+
+// prepare finds the repository, checks the binaries and makes the state
+// directory.
+func prepare(c config) (environment, error) {
+	var env environment
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return env, err
+	}
+	env.root = root
+	env.controller = filepath.Join(root, "bin", "nettune-controller")
+	for _, b := range []string{env.controller, filepath.Join(root, "bin", "kube-apiserver"), filepath.Join(root, "bin", "etcd")} {
+		if _, err := os.Stat(b); err != nil {
+			return env, fmt.Errorf("%s: run 'make tools build' first: %w", b, err)
+		}
+	}
+	env.stateDir = c.stateDir
+	if env.stateDir == "" {
+		if env.stateDir, err = os.MkdirTemp("", "nettune-bench-scale-"); err != nil {
+			return env, fmt.Errorf("creating state directory: %w", err)
+		}
+	}
+	if err := os.MkdirAll(env.stateDir, 0o755); err != nil {
+		return env, fmt.Errorf("creating state directory: %w", err)
+	}
+	return env, nil
+}
+
+// runOne measures one size under one liveness protocol on a fresh control
+// plane. The result holds whatever was measured, also when it fails.
+func runOne(ctx context.Context, c config, env environment, nodes int, mode string, w io.Writer) (*result, error) {
+	vehicles := nodes / c.hosts
+	r := &result{nodes: vehicles * c.hosts, vehicles: vehicles, hosts: c.hosts, mode: mode, began: time.Now(), controller: env.controller, loadStart: loadavg()}
+	err := measure(ctx, c, env, r, w)
+	r.took, r.loadEnd = time.Since(r.began), loadavg()
+	if err != nil {
+		r.err = err.Error()
+	}
+	if r.logPath != "" {
+		if s, lerr := summarizeLog(r.logPath); lerr == nil {
+			r.log = s
+		} else {
+			err = errors.Join(err, lerr)
+		}
+	}
+	return r, err
+}
+
+// measure runs the control plane, the Nodes, the controller and the agents,
+// then the scenarios, into r.
+func measure(ctx context.Context, c config, env environment, r *result, w io.Writer) error {
+	label := fmt.Sprintf("%d nodes %s", r.nodes, r.mode)
+	say := func(format string, args ...any) {
+		fmt.Fprintf(w, "[%5s] %s: %s\n", time.Since(r.began).Round(time.Second), label, fmt.Sprintf(format, args...))
+	}
+	dir := filepath.Join(env.stateDir, fmt.Sprintf("%d-%s", r.nodes, r.mode))
+	say("starting kube-apiserver and etcd")
+	cp, err := localcp.Start(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(w, "bench-scale:", err)
+		}
+	}()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	cl, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if err := createNamespace(ctx, cl); err != nil {
+		return err
+	}
+	say("creating %d nodes (%d vehicles x %d hosts)", r.nodes, r.vehicles, r.hosts)
+	t := time.Now()
+	if err := createNodes(ctx, cl, r.vehicles, r.hosts, c.workers, c.progress, func(s string) { say("%s", s) }); err != nil {
+		return err
+	}
+	r.created = time.Since(t)
+	say("%d nodes created in %s", r.nodes, round(r.created))
+
+	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"))
+	if err != nil {
+		return err
+	}
+	r.logPath = ctrl.logPath
+	defer ctrl.stop()
+	api, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver HTTP client: %w", err)
+	}
+	m := &meter{controllerPID: ctrl.pid, api: api, host: cp.Config.Host, metricsURL: ctrl.metricsURL,
+		cpPIDs: append(findProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), findProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
+	start := m.read(ctx)
+	say("controller started (pid %d, log %s); waiting for its workers", ctrl.pid, ctrl.logPath)
+	if err := ctrl.waitStarted(ctx, c.maxWait); err != nil {
+		return err
+	}
+
+	agentsCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	tr, ag, err := startAgents(agentsCtx, c, cfg, cp, cl, r, say)
+	if err != nil {
+		return err
+	}
+	defer ag.wait()
+	defer stopAgents() // before waiting for the workers
+	m.agents = ag
+	r.phases = append(r.phases, m.phase("setup", start, m.read(ctx)))
+	say("%d simulated agents (%s protocol) running", r.nodes, r.mode)
+
+	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w}
+	err = scenarios(ctx, b, m, r)
+	r.simErrors, r.simWrites, r.simFailed = ag.errorSummary(), ag.writes.Load(), ag.failures.Load()
+	return err
+}
+
+// startAgents starts the informers (NodeNetTunings, the profile) feeding
+// the tracker and the simulated agents, then the agents.
+func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.ControlPlane, cl client.Client, r *result, say func(string, ...any)) (*tracker, *agents, error) {
+	informers, err := cache.New(cfg, cache.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating informer cache: %w", err)
+	}
+	var names []string
+	for i := range r.vehicles {
+		for h := range r.hosts {
+			names = append(names, nodeName(vehicleName(i), h))
+		}
+	}
+	tr := newTracker(profileName, r.nodes, r.hosts)
+	ag := newAgents(cl, informers, r.mode, c.agentDelay, c.workers, names)
+	ag.progress = every(c.progress, func(n int) { say("creating leases: %d/%d", n, r.nodes) })
+	nnts, err := informers.GetInformer(ctx, &v1alpha1.NodeNetTuning{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("NodeNetTuning informer: %w", err)
+	}
+	if _, err := nnts.AddEventHandler(tr.nodeHandler(ag.onNodeNetTuning)); err != nil {
+		return nil, nil, fmt.Errorf("NodeNetTuning handler: %w", err)
+	}
+	profiles, err := informers.GetInformer(ctx, &v1alpha1.NetTuningProfile{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("NetTuningProfile informer: %w", err)
+	}
+	if _, err := profiles.AddEventHandler(tr.profileHandler()); err != nil {
+		return nil, nil, fmt.Errorf("NetTuningProfile handler: %w", err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		return nil, nil, errors.New("the informers did not sync")
+	}
+	if err := ag.start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("starting the simulated agents: %w", err)
+	}
+	return tr, ag, nil
+}
+
+// scenarios runs the timed scenarios then the idle measurement, each a
+// phase; a scenario that does not reach its end state stops the ones after
+// it (they would start from a fleet still moving).
+func scenarios(ctx context.Context, b *bench, m *meter, r *result) error {
+	steps := []struct {
+		name string
+		run  func(context.Context) (scenario, error)
+		into *scenario
+	}{
+		{"all at once", b.allAtOnce, &r.allAtOnce},
+		{"staged", b.staged, &r.staged},
+		{"rollback", b.rollback, &r.rollback},
+	}
+	for _, s := range steps {
+		a := m.read(ctx)
+		out, err := s.run(ctx)
+		*s.into = out
+		r.phases = append(r.phases, m.phase(s.name, a, m.read(ctx)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		if !out.done {
+			return nil
+		}
+	}
+	idle, err := b.idle(ctx, m)
+	if err != nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	r.phases = append(r.phases, idle)
+	r.idle = &idle
+	return nil
+}
+
+// every wraps fn so that it runs at most once per period.
+func every(period time.Duration, fn func(int)) func(int) {
+	var mu sync.Mutex
+	last := time.Now()
+	return func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); now.Sub(last) >= period {
+			last = now
+			fn(n)
+		}
+	}
+}
