@@ -257,10 +257,13 @@ func run(c config) error {
 	var trials []trial
 	for i := 0; i < c.trials*len(c.arms); i++ {
 		a := allArms[c.arms[i%len(c.arms)]]
-		// The canaries rotate over the fleet: trial i starts at vehicle i.
+		// The canaries rotate over the fleet, shifted by one more vehicle
+		// every round of the arms: with as many arms as vehicles, a plain
+		// i%vehicles would give each arm the same canaries every time.
 		var canary []string
+		first := i + i/len(c.arms)
 		for k := 0; k < c.canaries; k++ {
-			canary = append(canary, fmt.Sprintf("av-%03d", 1+(i+k)%c.vehicles))
+			canary = append(canary, fmt.Sprintf("av-%03d", 1+(first+k)%c.vehicles))
 		}
 		sort.Strings(canary)
 		t, err := b.trial(i, a, canary)
