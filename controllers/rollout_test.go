@@ -75,7 +75,20 @@ func newLokiFleet(t *testing.T) (*fleetEnv, *testenv.Loki) {
 
 func assertAllNodes(t *testing.T, e *fleetEnv, rev string) {
 	t.Helper()
+	// The NodeRenderer writes the nodes after the profile's status records
+	// the decision (two controllers): on a loaded machine that takes a
+	// moment, so wait for it, up to 30 s.
 	revs := e.nodeRevisions("xavier-lan")
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); revs = e.nodeRevisions("xavier-lan") {
+		all := len(revs) == 12
+		for _, r := range revs {
+			all = all && r == rev
+		}
+		if all {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if len(revs) != 12 {
 		t.Errorf("%d NodeNetTunings, want 12", len(revs))
 	}
