@@ -312,7 +312,19 @@ func TestGuardCounters(t *testing.T) {
 	ipt("-A")
 	done := make(chan struct{})
 	go func() { defer close(done); send(t, c, 64<<10) }()
-	time.Sleep(1500 * time.Millisecond) // the default rto_min 200ms: two or three timeouts
+	// The default rto_min 200ms: two or three timeouts in 1.5 s. On a
+	// starved machine the writer may not even run in that time (seen at
+	// load average 16: no segment sent during the outage), so the outage
+	// lasts until sock_diag shows a timeout, at least 1.5 s and at most 15 s.
+	start := time.Now()
+	for time.Since(start) < 15*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if time.Since(start) >= 1500*time.Millisecond && sockInfo(t, p.A, c).TotalRTO > before.TotalRTO {
+			break
+		}
+	}
+	outage := time.Since(start).Round(100 * time.Millisecond)
+	t.Logf("outage of %s", outage)
 	ipt("-D")
 	<-done
 	var after TCPSocketInfo
@@ -330,6 +342,6 @@ func TestGuardCounters(t *testing.T) {
 	t.Logf("before the outage: %d RTOs, %d retransmitted, %d D-SACKs; after: %d, %d, %d",
 		before.TotalRTO, before.TotalRetrans, before.DSACKDups, after.TotalRTO, after.TotalRetrans, after.DSACKDups)
 	if after.TotalRTO <= before.TotalRTO {
-		t.Errorf("a 1.5 s outage left total_rto at %d (was %d)", after.TotalRTO, before.TotalRTO)
+		t.Errorf("an outage of %s left total_rto at %d (was %d)", outage, after.TotalRTO, before.TotalRTO)
 	}
 }
