@@ -41,18 +41,7 @@ func TestLeaseLiveness(t *testing.T) {
 	e := startFleet(t, "", "")
 	e.addVehicles("xavier", "av-1", "av-2", "av-3")
 	const after = 4 * time.Second
-	p := &v1alpha1.NetTuningProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
-		Spec: v1alpha1.NetTuningProfileSpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
-			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
-			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
-				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},
-		},
-	}
-	if err := e.c.Create(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	createLivenessProfile(t, e, after)
 	skew := map[string]time.Duration{"av-1": 10 * time.Minute, "av-2": -10 * time.Minute, "av-3": 0}
 	var mu sync.Mutex
 	stopped := map[string]bool{}
@@ -152,18 +141,7 @@ func TestStatusHeartbeatLiveness(t *testing.T) {
 	e := startFleet(t, "", "")
 	e.addVehicles("xavier", "av-1", "av-2")
 	const after = 5 * time.Second
-	p := &v1alpha1.NetTuningProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
-		Spec: v1alpha1.NetTuningProfileSpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
-			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
-			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
-				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},
-		},
-	}
-	if err := e.c.Create(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	createLivenessProfile(t, e, after)
 	e.waitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.Vehicles.Verified == 2
 	})
@@ -181,4 +159,22 @@ func TestStatusHeartbeatLiveness(t *testing.T) {
 		return p.Status.Vehicles.Unreachable == 1
 	})
 	t.Logf("heartbeats stopped -> Unreachable in %s (unreachableAfter %s, heartbeat every 2 s)", time.Since(silent).Round(10*time.Millisecond), after)
+}
+
+// createLivenessProfile creates profile "lan" on the xavier vehicles with
+// the given unreachableAfter (one canary, then every vehicle).
+func createLivenessProfile(t *testing.T, e *fleetEnv, after time.Duration) {
+	t.Helper()
+	p := &v1alpha1.NetTuningProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
+		Spec: v1alpha1.NetTuningProfileSpec{
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
+			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
+				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},
+		},
+	}
+	if err := e.c.Create(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
 }
