@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/agent"
 )
 
 // statusHeartbeat is how often an agent of the previous protocol re-patched
@@ -101,7 +101,7 @@ func (a *agents) start(ctx context.Context) error {
 	if a.mode == modeLease {
 		var done atomic.Int64
 		err := parallel(ctx, len(a.nodes), a.workers, func(k int) error {
-			err := a.createLease(ctx, a.nodes[k])
+			err := a.renew(ctx, a.nodes[k])
 			if n := done.Add(1); a.progress != nil {
 				a.progress(int(n))
 			}
@@ -349,58 +349,13 @@ func routeMetrics(p v1alpha1.TCPParameters) string {
 	return strings.Join(parts, " ")
 }
 
-// leaseObject is the agent Lease of node, renewed now.
-func leaseObject(node string, now time.Time) *unstructured.Unstructured {
-	l := newUnstructured("coordination.k8s.io/v1", "Lease", namespace, node)
-	l.SetLabels(map[string]string{v1alpha1.AgentLeaseLabel: node})
-	t := now.UTC().Format(metav1.RFC3339Micro)
-	l.Object["spec"] = map[string]any{
-		"holderIdentity":       node,
-		"leaseDurationSeconds": int64(v1alpha1.DefaultAgentLeaseDuration / time.Second),
-		"acquireTime":          t,
-		"renewTime":            t,
-	}
-	return l
-}
-
-// createLease creates node's Lease (or leaves the existing one).
-func (a *agents) createLease(ctx context.Context, node string) error {
-	switch err := a.c.Create(ctx, leaseObject(node, time.Now())); {
-	case err == nil:
-		a.writes.Add(1)
-	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("creating lease %s: %w", node, err)
-	}
-	return nil
-}
-
-// renew renews node's Lease as the agent's LeaseKeeper.RenewOnce does: it
-// reads the Lease (a direct client, no cache) and updates it with the
-// resourceVersion just read, or creates it when it is missing.
+// renew creates or renews node's Lease with the agent's own LeaseKeeper
+// (a GET, then an Update with the resourceVersion just read, or a Create
+// when it is missing).
 func (a *agents) renew(ctx context.Context, node string) error {
-	l := newUnstructured("coordination.k8s.io/v1", "Lease", namespace, node)
-	err := a.c.Get(ctx, client.ObjectKeyFromObject(l), l)
-	switch {
-	case apierrors.IsNotFound(err):
-		return a.createLease(ctx, node)
-	case err != nil:
-		return fmt.Errorf("reading lease %s: %w", node, err)
-	}
-	fresh := leaseObject(node, time.Now())
-	labels := l.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[v1alpha1.AgentLeaseLabel] = node
-	l.SetLabels(labels)
-	for _, f := range []string{"holderIdentity", "leaseDurationSeconds", "renewTime"} {
-		v, _, _ := unstructured.NestedFieldNoCopy(fresh.Object, "spec", f)
-		if err := unstructured.SetNestedField(l.Object, v, "spec", f); err != nil {
-			return fmt.Errorf("lease %s: %w", node, err)
-		}
-	}
-	if err := a.c.Update(ctx, l); err != nil {
-		return fmt.Errorf("renewing lease %s: %w", node, err)
+	k := agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node}
+	if err := k.RenewOnce(ctx); err != nil {
+		return err
 	}
 	a.writes.Add(1)
 	return nil
