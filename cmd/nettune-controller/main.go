@@ -63,7 +63,9 @@ func main() {
 
 // Options are the controller's flags.
 type Options struct {
-	MetricsAddr       string
+	MetricsAddr string
+	// PprofAddr serves net/http/pprof ("" or "0" disables).
+	PprofAddr         string
 	ProbeAddr         string
 	LeaderElect       bool
 	LeaderElectionNS  string
@@ -89,6 +91,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 		ns = "nettune-system"
 	}
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of the Go profiler's /debug/pprof endpoints (0 disables)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "requests per second to the API server, sustained (client-go's default of 20 writes 5,000 NodeNetTunings in over 4 minutes)")
@@ -164,6 +167,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Scheme:                        s,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "nettune-controller.nettune.io",
 		LeaderElectionNamespace:       o.LeaderElectionNS,

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -50,6 +51,9 @@ type LeaseKeeper struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	Log logr.Logger
+
+	mu   sync.Mutex
+	last *coordinationv1.Lease // the Lease as the last write returned it
 }
 
 // Start renews the Lease until ctx ends (a manager Runnable): once at once,
@@ -73,8 +77,33 @@ func (k *LeaseKeeper) Start(ctx context.Context) error {
 	}
 }
 
-// RenewOnce creates the Lease or moves its renewTime to now.
+// RenewOnce creates the Lease or moves its renewTime to now. Like the
+// kubelet's node Lease, a renewal is one Update of the Lease as the previous
+// write returned it; only the first renewal, and one after a conflict or a
+// deleted Lease, reads it first.
 func (k *LeaseKeeper) RenewOnce(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.last != nil {
+		l := k.last.DeepCopy()
+		k.stamp(l)
+		err := k.Client.Update(ctx, l)
+		if err == nil {
+			k.last = l
+			return nil
+		}
+		k.last = nil
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("renewing lease %s/%s: %w", k.Namespace, k.Node, err)
+		}
+		// Someone else wrote or deleted it: read it again.
+	}
+	return k.readAndRenew(ctx)
+}
+
+// stamp sets what a renewal writes: the label, the holder, the duration
+// and renewTime = now.
+func (k *LeaseKeeper) stamp(l *coordinationv1.Lease) {
 	now := time.Now
 	if k.Now != nil {
 		now = k.Now
@@ -85,32 +114,39 @@ func (k *LeaseKeeper) RenewOnce(ctx context.Context) error {
 	}
 	seconds := int32(duration / time.Second)
 	t := metav1.NewMicroTime(now())
-	l := &coordinationv1.Lease{}
-	err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Node}, l)
-	switch {
-	case apierrors.IsNotFound(err):
-		l = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Node,
-				Labels: map[string]string{v1alpha1.AgentLeaseLabel: k.Node}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &k.Node, LeaseDurationSeconds: &seconds,
-				AcquireTime: &t, RenewTime: &t},
-		}
-		if err := k.Client.Create(ctx, l); err != nil {
-			return fmt.Errorf("creating lease %s/%s: %w", k.Namespace, k.Node, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading lease %s/%s: %w", k.Namespace, k.Node, err)
-	}
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[v1alpha1.AgentLeaseLabel] = k.Node
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &k.Node, &seconds, &t
+	holder := k.Node
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &t
+	if l.Spec.AcquireTime == nil {
+		l.Spec.AcquireTime = &t
+	}
+}
+
+// readAndRenew reads the Lease, then creates or updates it.
+func (k *LeaseKeeper) readAndRenew(ctx context.Context) error {
+	l := &coordinationv1.Lease{}
+	err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Node}, l)
+	switch {
+	case apierrors.IsNotFound(err):
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Node}}
+		k.stamp(l)
+		if err := k.Client.Create(ctx, l); err != nil {
+			return fmt.Errorf("creating lease %s/%s: %w", k.Namespace, k.Node, err)
+		}
+		k.last = l
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading lease %s/%s: %w", k.Namespace, k.Node, err)
+	}
+	k.stamp(l)
 	// An update with the resourceVersion just read: a conflict means
 	// another writer, and the next tick reads again.
 	if err := k.Client.Update(ctx, l); err != nil {
 		return fmt.Errorf("renewing lease %s/%s: %w", k.Namespace, k.Node, err)
 	}
+	k.last = l
 	return nil
 }

@@ -63,6 +63,7 @@ type agents struct {
 	mu        sync.Mutex
 	due       map[task]time.Time   // next time of a periodic task
 	lastWrite map[string]time.Time // node -> last status write
+	keepers   map[string]*agent.LeaseKeeper
 
 	writes, conflicts, failures atomic.Int64
 	errMu                       sync.Mutex
@@ -82,6 +83,7 @@ func newAgents(c client.Client, cache client.Reader, mode string, delay time.Dur
 		reports: queue(), periodic: queue(),
 		due:       map[task]time.Time{},
 		lastWrite: map[string]time.Time{},
+		keepers:   map[string]*agent.LeaseKeeper{},
 		errs:      map[string]int{},
 	}
 }
@@ -353,7 +355,13 @@ func routeMetrics(p v1alpha1.TCPParameters) string {
 // (a GET, then an Update with the resourceVersion just read, or a Create
 // when it is missing).
 func (a *agents) renew(ctx context.Context, node string) error {
-	k := agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node}
+	a.mu.Lock()
+	k := a.keepers[node]
+	if k == nil {
+		k = &agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node}
+		a.keepers[node] = k
+	}
+	a.mu.Unlock()
 	if err := k.RenewOnce(ctx); err != nil {
 		return err
 	}

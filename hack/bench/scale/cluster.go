@@ -193,6 +193,7 @@ type controllerProc struct {
 	cmd        *exec.Cmd
 	pid        int
 	metricsURL string
+	pprofURL   string // base of /debug/pprof ("" when not served)
 	logPath    string
 	log        *os.File
 	exited     chan struct{}
@@ -215,17 +216,27 @@ func freePort() (int, error) {
 
 // startController starts the real controller binary against the kubeconfig,
 // its output into logPath.
-func startController(bin, kubeconfig, logPath string) (*controllerProc, error) {
+func startController(bin, kubeconfig, logPath string, pprof bool) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
+	}
+	args := []string{"--namespace", namespace, "--leader-elect=false",
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "0"}
+	pprofURL := ""
+	if pprof {
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pp))
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pp)
 	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating controller log: %w", err)
 	}
-	cmd := exec.Command(bin, "--namespace", namespace, "--leader-elect=false",
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--health-probe-bind-address", "0")
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -233,7 +244,7 @@ func startController(bin, kubeconfig, logPath string) (*controllerProc, error) {
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	p := &controllerProc{cmd: cmd, pid: cmd.Process.Pid, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
+	p := &controllerProc{cmd: cmd, pid: cmd.Process.Pid, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), pprofURL: pprofURL,
 		logPath: logPath, log: logf, exited: make(chan struct{})}
 	go func() {
 		p.exitErr = cmd.Wait()

@@ -52,6 +52,7 @@ type config struct {
 	progress   time.Duration
 	stateDir   string
 	out        string
+	profile    time.Duration // CPU profiles of the controller and kube-apiserver per scenario (0 = none)
 	command    string // the command line as run, for the report
 }
 
@@ -84,6 +85,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait between the rollback and the idle measurement")
 	fs.DurationVar(&c.progress, "progress", 5*time.Second, "period of the progress lines")
 	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
+	fs.DurationVar(&c.profile, "profile", 0, "take CPU profiles this long of the controller and kube-apiserver at the start of each scenario, into the state directory (0 = none)")
 	fs.StringVar(&c.out, "out", "docs/bench-scale.md", "report, relative to the repository root (\"\" = none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -164,7 +164,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	r.created = time.Since(t)
 	say("%d nodes created in %s", r.nodes, round(r.created))
 
-	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"))
+	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"), c.profile > 0)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,12 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	say("%d simulated agents (%s protocol) running", r.nodes, r.mode)
 
 	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w}
-	err = scenarios(ctx, b, m, r)
+	var prof *profiler
+	if c.profile > 0 {
+		prof = &profiler{dir: dir, length: c.profile, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
+	}
+	err = scenarios(ctx, b, m, r, prof)
+	prof.wait()
 	r.simErrors, r.simWrites, r.simFailed = ag.errorSummary(), ag.writes.Load(), ag.failures.Load()
 	return err
 }
@@ -243,7 +248,7 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 // scenarios runs the timed scenarios then the idle measurement, each a
 // phase; a scenario that does not reach its end state stops the ones after
 // it (they would start from a fleet still moving).
-func scenarios(ctx context.Context, b *bench, m *meter, r *result) error {
+func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
 	steps := []struct {
 		name string
 		run  func(context.Context) (scenario, error)
@@ -255,6 +260,7 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result) error {
 	}
 	for _, s := range steps {
 		a := m.read(ctx)
+		prof.start(ctx, s.name)
 		out, err := s.run(ctx)
 		*s.into = out
 		r.phases = append(r.phases, m.phase(s.name, a, m.read(ctx)))
