@@ -119,7 +119,7 @@ type controllerOptions struct {
 func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	t := e.t
 	t.Helper()
-	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}}
+	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)}
 	if o.leaderElect {
 		lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
 		opts.LeaderElection = true

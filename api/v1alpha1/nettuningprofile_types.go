@@ -640,8 +640,10 @@ type RevisionAssignment struct {
 	// +kubebuilder:validation:MaxLength=320
 	Revision string `json:"revision"`
 	// vehicles are the vehicle names (values of the vehicle label), sorted.
+	// Atomic: the controller writes the list whole, and managedFields then
+	// hold one entry for it instead of one per vehicle.
 	// +required
-	// +listType=set
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100000
 	// +kubebuilder:validation:items:MaxLength=63
 	Vehicles []string `json:"vehicles"`
@@ -835,15 +837,15 @@ type NetTuningProfileStatus struct {
 	// is rendered for. The node renderer writes every node's NodeNetTuning
 	// from the assignments of every profile; a vehicle listed under no
 	// revision gets none of this profile.
+	// Atomic, written whole by the controller (one managedFields entry).
 	// +optional
-	// +listType=map
-	// +listMapKey=revision
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=101
 	Assignments []RevisionAssignment `json:"assignments,omitempty"`
 
 	// canaryVehicles are the vehicles of the canary cohort.
 	// +optional
-	// +listType=set
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	CanaryVehicles []string `json:"canaryVehicles,omitempty"`
 

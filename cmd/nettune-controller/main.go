@@ -32,23 +32,16 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/lokipush"
@@ -148,15 +141,6 @@ func run(args []string) error {
 	return Run(ctrl.SetupSignalHandler(), cfg, o)
 }
 
-// agentLeases selects the Leases the agents renew.
-var agentLeases = func() labels.Selector {
-	req, err := labels.NewRequirement(v1alpha1.AgentLeaseLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key
-	}
-	return labels.NewSelector().Add(*req)
-}()
-
 // Run starts the manager and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	s, err := scheme.New()
@@ -172,12 +156,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:              "nettune-controller.nettune.io",
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the controller's own revisions.
-			&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}, Field: fields.Everything()},
-			// Only the agents' Leases (not the leader election's).
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}, Label: agentLeases},
-		}},
+		Cache:                         controllers.CacheOptions(o.Namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

@@ -52,7 +52,7 @@ func (p *profiler) start(ctx context.Context, name string) {
 		who string
 		c   *http.Client
 		url string
-	}{{"controller", http.DefaultClient, p.controller + q}, {"kube-apiserver", p.api, p.apiHost + "/debug/pprof" + q}} {
+	}{{"controller", http.DefaultClient, p.controller + q}, {"kube-apiserver", p.api, strings.TrimSuffix(p.apiHost, "/") + "/debug/pprof" + q}} {
 		path := filepath.Join(p.dir, slug+"-"+t.who+".pprof")
 		p.wg.Add(1)
 		go func() {
