@@ -92,7 +92,7 @@ func writeMethod(b *strings.Builder, c config) {
 	b.WriteString("- **Scenarios**, in order, each timed from the apply (create, update or the abort annotation) to the events the benchmark's informers saw; a node counts as verified on a revision when that revision of the profile is rendered into its NodeNetTuning and its report verifies the current generation (`fleetmodel.NodeReport`, the controller's rule):\n")
 	fmt.Fprintf(b, "  1. **all at once**: the profile `%s` created without a rollout (cwnd 30 locked, rto_min 10ms on every host pair of the `%s` vehicles): first node verified, every node verified.\n", profileName, hardware)
 	b.WriteString("  2. **staged**: cwnd 31 with a rollout: canary `count: 2`, `maxUnavailable: 100%`, steps setVehicles 10 %, 50 %, 100 % (no analysis, no pause): first canary vehicle verified, every node verified.\n")
-	fmt.Fprintf(b, "  3. **rollback**: cwnd 32 with a rollout: canary `count: 2`, `maxUnavailable: 100%%`, one `pause: {}` step; once both canary vehicles verified it, the profile is annotated `%s: <revision>`: time until every node is verified on the stable revision (the staged one) again and the profile is RolledBack.\n", v1alpha1.AbortAnnotation)
+	fmt.Fprintf(b, "  3. **rollback**: cwnd 32 with a rollout: canary `count: 2`, `maxUnavailable: 100%%`, steps setVehicles 50 %%, then `pause: {}`; once at least half the nodes verified it, the profile is annotated `%s: <revision>`: time until every node is verified on the stable revision (the staged one) again and the profile is RolledBack.\n", v1alpha1.AbortAnnotation)
 	fmt.Fprintf(b, "  4. **idle**: %s after a %s settle, nothing changing.\n", c.idle, c.settle)
 	fmt.Fprintf(b, "  A scenario that does not reach its end state within %s is reported as timed out and the later ones are not run.\n", c.maxWait)
 	b.WriteString("- **Measurements**: the controller's CPU time (utime + stime, /proc/<pid>/stat) and peak RSS (VmHWM, /proc/<pid>/status) per phase; kube-apiserver's and etcd's CPU time the same way; API requests per phase from the kube-apiserver's own `apiserver_request_total` (every client: the controller, the simulated agents, this program and the kube-apiserver itself, e.g. its identity Lease renewed every 10 s; by verb, resource and code, 409 Conflict apart); reconciles from the controller's `controller_runtime_reconcile_total`. The simulator, the control plane and the controller share the machine's CPUs, so times include waiting for a CPU: the load average is given per run.\n\n")
@@ -130,7 +130,7 @@ func rollbackCell(s scenario) string {
 	case !s.done:
 		return s.note
 	}
-	return "**" + fmtDur(s.all) + "**"
+	return fmt.Sprintf("**%s** (%d nodes on the new revision at the abort)", fmtDur(s.all), s.moved)
 }
 
 // scenarioPhases are the phases of the timed scenarios.
@@ -413,7 +413,7 @@ func writeScenarioTimes(b *strings.Builder, r *result) {
 	}
 	line("all at once", r.allAtOnce, "first node verified after", "every node after", "the profile Healthy after")
 	line("staged", r.staged, "first canary vehicle verified after", "every node after", "the profile Healthy after")
-	line("rollback", r.rollback, "canary verified after", "from the abort: every node back on stable after", "the profile RolledBack after")
+	line("rollback", r.rollback, "half the nodes verified after", "from the abort: every node back on stable after", "the profile RolledBack after")
 	b.WriteString("\n")
 }
 

@@ -271,6 +271,7 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profile
 			return nil
 		}
 	}
+	prof.start(ctx, "idle")
 	idle, err := b.idle(ctx, m)
 	if err != nil {
 		return fmt.Errorf("idle: %w", err)

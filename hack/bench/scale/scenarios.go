@@ -39,6 +39,7 @@ type scenario struct {
 	// abort).
 	settled  time.Duration
 	revision string
+	moved    int // rollback: nodes on the new revision when it was aborted
 	verified int // nodes verified on the scenario's target at its end
 }
 
@@ -207,38 +208,36 @@ func (b *bench) rollback(ctx context.Context) (scenario, error) {
 	s := scenario{ran: true}
 	gen, t0, err := b.edit(ctx, func(p *v1alpha1.NetTuningProfile) {
 		p.Spec = tuning(32)
-		p.Spec.Rollout = canaryRollout(v1alpha1.RolloutStep{Pause: &v1alpha1.PauseStep{}})
+		p.Spec.Rollout = canaryRollout(percentStep(50), v1alpha1.RolloutStep{Pause: &v1alpha1.PauseStep{}})
 	})
 	if err != nil {
 		return s, err
 	}
-	var canaries []string
-	timedOut, err := b.wait(ctx, "rollback: canary", t0, func() (bool, int, string) {
+	half := (b.total + 1) / 2
+	timedOut, err := b.wait(ctx, "rollback: half the fleet on the new revision", t0, func() (bool, int, string) {
 		if s.revision == "" {
 			s.revision = b.tr.revision(gen)
 		}
-		if canaries = b.canaries(s.revision); len(canaries) == 0 {
-			return false, 0, " (no canary chosen yet)"
+		if s.revision == "" {
+			return false, 0, " (the controller has not taken the new generation yet)"
 		}
 		n := b.tr.count(s.revision)
-		return len(b.tr.vehiclesVerified(s.revision, canaries)) == len(canaries), n, fmt.Sprintf(" (canary: %d vehicles)", len(canaries))
+		return n >= half, n, fmt.Sprintf(" (aborting at %d)", half)
 	})
 	if err != nil {
 		return s, err
 	}
 	if timedOut {
-		s.note = fmt.Sprintf("timed out after %s before the canary verified (%d/%d canary nodes verified)",
-			b.c.maxWait, b.tr.count(s.revision), len(canaries)*b.tr.hosts)
+		s.note = fmt.Sprintf("timed out after %s before half the fleet verified the new revision (%d/%d)",
+			b.c.maxWait, b.tr.count(s.revision), half)
 		return s, nil
 	}
-	_, last := earliestLatest(b.tr.vehiclesVerified(s.revision, canaries))
-	s.first = last.Sub(t0)
-	b.say(t0, "rollback: canary %v verified after %s; aborting", canaries, round(s.first))
+	s.first = time.Since(t0)
+	s.moved = b.tr.count(s.revision)
+	b.say(t0, "rollback: %d/%d nodes verified the new revision after %s; aborting", s.moved, b.total, round(s.first))
 	return s, b.abort(ctx, &s)
 }
 
-// abort annotates the profile to abort s.revision and waits until every
-// node is verified on the stable revision and the profile is RolledBack.
 func (b *bench) abort(ctx context.Context, s *scenario) error {
 	stable := b.tr.status().StableRevision
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AbortAnnotation: s.revision}}})
