@@ -50,15 +50,16 @@ type task struct {
 // spread evenly over their period, so that periodic writes never hold a
 // report back in the simulator (real agents share no queue).
 type agents struct {
-	c        client.Client
-	cache    client.Reader
-	mode     string
-	delay    time.Duration
-	workers  int
-	nodes    []string
-	progress func(done int) // called during the Lease creates
-	reports  workqueue.TypedRateLimitingInterface[task]
-	periodic workqueue.TypedRateLimitingInterface[task]
+	c          client.Client
+	cache      client.Reader
+	mode       string
+	delay      time.Duration
+	renewEvery time.Duration // Lease renewal period
+	workers    int
+	nodes      []string
+	progress   func(done int) // called during the Lease creates
+	reports    workqueue.TypedRateLimitingInterface[task]
+	periodic   workqueue.TypedRateLimitingInterface[task]
 
 	mu        sync.Mutex
 	due       map[task]time.Time   // next time of a periodic task
@@ -73,13 +74,13 @@ type agents struct {
 
 // newAgents simulates the agents of nodes, reading NodeNetTunings from
 // cache and writing with c.
-func newAgents(c client.Client, cache client.Reader, mode string, delay time.Duration, workers int, nodes []string) *agents {
+func newAgents(c client.Client, cache client.Reader, mode string, delay, renew time.Duration, workers int, nodes []string) *agents {
 	queue := func() workqueue.TypedRateLimitingInterface[task] {
 		return workqueue.NewTypedRateLimitingQueue(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[task](100*time.Millisecond, 10*time.Second))
 	}
 	return &agents{
-		c: c, cache: cache, mode: mode, delay: delay, workers: workers, nodes: nodes,
+		c: c, cache: cache, mode: mode, delay: delay, renewEvery: renew, workers: workers, nodes: nodes,
 		reports: queue(), periodic: queue(),
 		due:       map[task]time.Time{},
 		lastWrite: map[string]time.Time{},
@@ -113,7 +114,7 @@ func (a *agents) start(ctx context.Context) error {
 			return err
 		}
 		for _, n := range a.nodes {
-			a.schedule(task{taskRenew, n}, time.Duration(rand.Int64N(int64(v1alpha1.DefaultAgentLeaseRenew))))
+			a.schedule(task{taskRenew, n}, time.Duration(rand.Int64N(int64(a.renewEvery))))
 		}
 	}
 	for _, n := range a.nodes {
@@ -194,7 +195,7 @@ func (a *agents) next(ctx context.Context, q workqueue.TypedRateLimitingInterfac
 		}
 	case taskRenew:
 		err = a.renew(ctx, t.node)
-		a.reschedule(t, renewPeriod())
+		a.reschedule(t, renewPeriod(a.renewEvery))
 	case taskRefresh:
 		err = a.refresh(ctx, t.node)
 		a.reschedule(t, a.refreshPeriod())
@@ -358,7 +359,7 @@ func (a *agents) renew(ctx context.Context, node string) error {
 	a.mu.Lock()
 	k := a.keepers[node]
 	if k == nil {
-		k = &agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node}
+		k = &agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node, Renew: a.renewEvery, Duration: leaseDuration(a.renewEvery)}
 		a.keepers[node] = k
 	}
 	a.mu.Unlock()
@@ -371,7 +372,18 @@ func (a *agents) renew(ctx context.Context, node string) error {
 
 // renewPeriod is the time to a Lease's next renewal: the renewal period
 // less up to 10 % jitter, as the agent waits.
-func renewPeriod() time.Duration {
-	renew := v1alpha1.DefaultAgentLeaseRenew
+func renewPeriod(renew time.Duration) time.Duration {
 	return renew - time.Duration(rand.Int64N(int64(renew)/10+1))
+}
+
+// leaseDuration is the leaseDurationSeconds written with renewal period
+// renew: the agent's default, or three periods for a longer one.
+func leaseDuration(renew time.Duration) time.Duration {
+	return max(v1alpha1.DefaultAgentLeaseDuration, 3*renew)
+}
+
+// unreachableAfter is the profiles' spec.rollout.unreachableAfter with
+// renewal period renew: the default, or three periods for a longer one.
+func unreachableAfter(renew time.Duration) time.Duration {
+	return max(v1alpha1.DefaultUnreachableAfter, 3*renew)
 }

@@ -31,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // Liveness protocols of the simulated agents.
@@ -42,6 +44,7 @@ const (
 // config is the benchmark's flags.
 type config struct {
 	sizes      []int
+	renews     []time.Duration // the simulated agents' Lease renewal period, per size
 	hosts      int
 	modes      []string
 	idle       time.Duration
@@ -53,7 +56,7 @@ type config struct {
 	stateDir   string
 	out        string
 	profile    time.Duration // CPU profiles of the controller and kube-apiserver per scenario (0 = none)
-	command    string // the command line as run, for the report
+	command    string        // the command line as run, for the report
 }
 
 // main runs the benchmark with the command line's flags.
@@ -77,6 +80,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench-scale", flag.ContinueOnError)
 	sizes := fs.String("sizes", "1000,5000,30000", "fleet sizes in nodes, comma-separated")
 	modes := fs.String("liveness", modeLease+","+modeStatus, "liveness protocols of the simulated agents, run one after the other per size: lease (the new one) and/or status (the previous one)")
+	renews := fs.String("lease-renew", v1alpha1.DefaultAgentLeaseRenew.String(), "the simulated agents' Lease renewal period (the chart's agent.leaseRenew), one for every size or one per size, comma-separated; a period longer than the default makes the profiles' unreachableAfter and the leaseDurationSeconds three periods")
 	fs.IntVar(&c.hosts, "hosts", 5, "nodes per vehicle")
 	fs.DurationVar(&c.idle, "idle", 5*time.Minute, "length of the idle measurement")
 	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Minute, "longest a scenario waits for its end state")
@@ -92,6 +96,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	var err error
 	if c.sizes, err = parseSizes(*sizes); err != nil {
+		return c, err
+	}
+	if c.renews, err = parseRenews(*renews, len(c.sizes)); err != nil {
 		return c, err
 	}
 	if c.modes, err = parseModes(*modes); err != nil {
@@ -136,6 +143,28 @@ func parseSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// parseRenews reads one renewal period, or one per size.
+func parseRenews(s string, sizes int) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < time.Second {
+			return nil, fmt.Errorf("-lease-renew: %q is not a duration of at least 1s", f)
+		}
+		out = append(out, d)
+	}
+	switch len(out) {
+	case sizes:
+		return out, nil
+	case 1:
+		for len(out) < sizes {
+			out = append(out, out[0])
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("-lease-renew: %d periods for %d sizes (give one, or one per size)", len(out), sizes)
 }
 
 // parseModes reads a comma-separated list of liveness protocols.

@@ -86,7 +86,7 @@ func writeMethod(b *strings.Builder, c config) {
 		c.hosts, v1alpha1.DefaultVehicleLabel, v1alpha1.DefaultHostLabel, v1alpha1.DefaultHardwareLabel, hardware)
 	fmt.Fprintf(b, "- **Simulated agents** (in the benchmark's process: one informer on NodeNetTunings, %d workers for reports and %d more for the periodic writes): %s after a NodeNetTuning's spec changes, its status is merge-patched as the real agent reports a verified apply (observedGeneration, appliedRevision, the conditions Applied, Verified, Degraded, RolledBack, Drifted at this generation, one verified item per route, lastHeartbeatTime). Periodic writes are spread evenly: each node's first one at a random point of its period.\n",
 		c.workers, c.workers, c.agentDelay)
-	fmt.Fprintf(b, "  - **lease** (the new protocol): each agent creates a coordination.k8s.io Lease named after its node in `%s` (label `%s`, leaseDurationSeconds %d) and renews it as the agent's LeaseKeeper does (one Update of spec.renewTime on the Lease its last write returned; a GET first only the first time and after a conflict) every %s less up to 10 %% jitter; its status is written when its report changes, and its lastHeartbeatTime refreshed every %s.\n",
+	fmt.Fprintf(b, "  - **lease** (the new protocol): each agent creates a coordination.k8s.io Lease named after its node in `%s` (label `%s`, leaseDurationSeconds %d) and renews it as the agent's LeaseKeeper does (one Update of spec.renewTime on the Lease its last write returned; a GET first only the first time and after a conflict) every %s (the agent's default; the table's liveness column names another period where one was given with -lease-renew, and then the leaseDurationSeconds and the rollouts' unreachableAfter are three periods) less up to 10 %% jitter; its status is written when its report changes, and its lastHeartbeatTime refreshed every %s.\n",
 		namespace, v1alpha1.AgentLeaseLabel, int(v1alpha1.DefaultAgentLeaseDuration/time.Second), v1alpha1.DefaultAgentLeaseRenew, v1alpha1.DefaultStatusRefresh)
 	fmt.Fprintf(b, "  - **status** (the previous protocol): no Lease; the status re-patched with a new lastHeartbeatTime every %s.\n", statusHeartbeat)
 	b.WriteString("- **Scenarios**, in order, each timed from the apply (create, update or the abort annotation) to the events the benchmark's informers saw; a node counts as verified on a revision when that revision of the profile is rendered into its NodeNetTuning and its report verifies the current generation (`fleetmodel.NodeReport`, the controller's rule):\n")
@@ -105,7 +105,7 @@ func writeResults(b *strings.Builder, results []*result) {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.nodes, r.vehicles, r.mode, pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback),
+			r.nodes, r.vehicles, modeCell(r), pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback),
 			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r))
 	}
 	b.WriteString("\n")
@@ -120,6 +120,15 @@ func pairCell(s scenario) string {
 		return s.note
 	}
 	return fmt.Sprintf("%s / **%s**", fmtDur(s.first), fmtDur(s.all))
+}
+
+// modeCell names the liveness protocol, and the Lease renewal period when
+// it is not the agent's default.
+func modeCell(r *result) string {
+	if r.mode == modeLease && r.renew != 0 && r.renew != v1alpha1.DefaultAgentLeaseRenew {
+		return fmt.Sprintf("%s (renewed every %s)", r.mode, r.renew)
+	}
+	return r.mode
 }
 
 // rollbackCell shows the rollback's time.
@@ -348,7 +357,7 @@ func writeGoals(b *strings.Builder, c config, results []*result) {
 			case ok:
 				verdict = "**FAIL**"
 			}
-			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s |\n", g.text, r.nodes, r.mode, orDash(measured), verdict)
+			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict)
 		}
 		if n == 0 {
 			why := "not measured: no run of that size"
@@ -374,7 +383,7 @@ func containsSize(sizes []int, nodes, hosts int) bool {
 // writeDetail is one run's phases, requests, controller log and simulator
 // errors.
 func writeDetail(b *strings.Builder, r *result) {
-	fmt.Fprintf(b, "## %d nodes, %s protocol\n\n", r.nodes, r.mode)
+	fmt.Fprintf(b, "## %d nodes, %s protocol\n\n", r.nodes, modeCell(r))
 	fmt.Fprintf(b, "%d vehicles x %d hosts; Nodes created in %s; the run took %s; load average %s at its start, %s at its end.\n\n",
 		r.vehicles, r.hosts, fmtDur(r.created), r.took.Round(time.Second), orDash(r.loadStart), orDash(r.loadEnd))
 	if r.err != "" {

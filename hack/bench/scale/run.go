@@ -24,6 +24,7 @@ import (
 type result struct {
 	nodes, vehicles, hosts int
 	mode                   string
+	renew                  time.Duration // Lease renewal period (lease mode)
 	began                  time.Time
 	took                   time.Duration
 	created                time.Duration // creating the Nodes
@@ -63,9 +64,9 @@ func run(ctx context.Context, c config, w io.Writer) ([]*result, error) {
 	began := time.Now()
 	fmt.Fprintf(w, "bench-scale: sizes %v, %d hosts per vehicle, liveness %v; state and controller logs in %s\n", c.sizes, c.hosts, c.modes, env.stateDir)
 	var results []*result
-	for _, n := range c.sizes {
+	for i, n := range c.sizes {
 		for _, mode := range c.modes {
-			r, err := runOne(ctx, c, env, n, mode, w)
+			r, err := runOne(ctx, c, env, n, c.renews[i], mode, w)
 			results = append(results, r)
 			if werr := writeReport(c, env, results, began); werr != nil {
 				return results, werr
@@ -111,9 +112,9 @@ func prepare(c config) (environment, error) {
 
 // runOne measures one size under one liveness protocol on a fresh control
 // plane. The result holds whatever was measured, also when it fails.
-func runOne(ctx context.Context, c config, env environment, nodes int, mode string, w io.Writer) (*result, error) {
+func runOne(ctx context.Context, c config, env environment, nodes int, renew time.Duration, mode string, w io.Writer) (*result, error) {
 	vehicles := nodes / c.hosts
-	r := &result{nodes: vehicles * c.hosts, vehicles: vehicles, hosts: c.hosts, mode: mode, began: time.Now(), controller: env.controller, loadStart: loadavg()}
+	r := &result{nodes: vehicles * c.hosts, vehicles: vehicles, hosts: c.hosts, mode: mode, renew: renew, began: time.Now(), controller: env.controller, loadStart: loadavg()}
 	err := measure(ctx, c, env, r, w)
 	r.took, r.loadEnd = time.Since(r.began), loadavg()
 	if err != nil {
@@ -194,7 +195,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	r.phases = append(r.phases, m.phase("setup", start, m.read(ctx)))
 	say("%d simulated agents (%s protocol) running", r.nodes, r.mode)
 
-	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w}
+	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
 	var prof *profiler
 	if c.profile > 0 {
 		prof = &profiler{dir: dir, length: c.profile, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
@@ -219,7 +220,7 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 		}
 	}
 	tr := newTracker(profileName, r.nodes, r.hosts)
-	ag := newAgents(cl, informers, r.mode, c.agentDelay, c.workers, names)
+	ag := newAgents(cl, informers, r.mode, c.agentDelay, r.renew, c.workers, names)
 	ag.progress = every(c.progress, func(n int) { say("creating leases: %d/%d", n, r.nodes) })
 	nnts, err := informers.GetInformer(ctx, &v1alpha1.NodeNetTuning{})
 	if err != nil {

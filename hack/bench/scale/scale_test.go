@@ -79,6 +79,10 @@ func checkResult(t *testing.T, r *result, report string) {
 			t.Errorf("%s: %s: %d/%d nodes verified, first %s, all %s, settled %s", r.mode, name, s.verified, r.nodes, s.first, s.all, s.settled)
 		}
 	}
+	// The rollback aborts with at least half the fleet on the new revision.
+	if r.rollback.moved < (r.nodes+1)/2 {
+		t.Errorf("%s: rollback aborted with %d/%d nodes on the new revision, want at least half", r.mode, r.rollback.moved, r.nodes)
+	}
 	if r.idle == nil || r.idle.took < 5*time.Second {
 		t.Errorf("%s: no idle measurement of 5 s: %+v", r.mode, r.idle)
 	} else if r.idle.requests == nil || r.idle.reconciles == nil {
@@ -98,5 +102,30 @@ func checkResult(t *testing.T, r *result, report string) {
 	row := "| 60 | 12 | " + r.mode + " | "
 	if !strings.Contains(report, row) {
 		t.Errorf("the report has no row %q", row)
+	}
+}
+
+// TestLeaseRenewFlag: one period for every size, one per size, or an error.
+func TestLeaseRenewFlag(t *testing.T) {
+	c, err := parseFlags([]string{"-sizes", "1000,30000", "-lease-renew", "40s,4m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.renews) != 2 || c.renews[0] != 40*time.Second || c.renews[1] != 4*time.Minute {
+		t.Fatalf("renews %v", c.renews)
+	}
+	if c, err = parseFlags([]string{"-sizes", "1000,5000"}); err != nil || len(c.renews) != 2 || c.renews[1] != 40*time.Second {
+		t.Fatalf("default renews %v (%v)", c.renews, err)
+	}
+	for _, bad := range []string{"40s,1m,2m", "fast", "10ms"} {
+		if _, err := parseFlags([]string{"-sizes", "1000,5000", "-lease-renew", bad}); err == nil {
+			t.Errorf("-lease-renew %s accepted", bad)
+		}
+	}
+	if got := unreachableAfter(4 * time.Minute); got != 12*time.Minute {
+		t.Errorf("unreachableAfter(4m) = %s", got)
+	}
+	if got := unreachableAfter(40 * time.Second); got != 2*time.Minute {
+		t.Errorf("unreachableAfter(40s) = %s", got)
 	}
 }

@@ -51,7 +51,9 @@ type bench struct {
 	ctrl  *controllerProc
 	total int
 	label string // e.g. "5000 nodes lease"
-	w     io.Writer
+	// unreachableAfter is the rollouts' spec.rollout.unreachableAfter.
+	unreachableAfter time.Duration
+	w                io.Writer
 }
 
 // tuning is the profile's content: cwnd and rto_min on every host pair of
@@ -69,10 +71,11 @@ func tuning(cwnd int32) v1alpha1.NetTuningProfileSpec {
 
 // canaryRollout is a rollout whose canary is 2 vehicles picked by count,
 // every vehicle of a step updated at once, then steps.
-func canaryRollout(steps ...v1alpha1.RolloutStep) *v1alpha1.RolloutSpec {
+func canaryRollout(unreachableAfter time.Duration, steps ...v1alpha1.RolloutStep) *v1alpha1.RolloutSpec {
 	count := int32(2)
 	all := intstr.FromString("100%")
-	return &v1alpha1.RolloutSpec{Canary: v1alpha1.CanarySpec{Count: &count}, MaxUnavailable: &all, Steps: steps}
+	return &v1alpha1.RolloutSpec{Canary: v1alpha1.CanarySpec{Count: &count}, MaxUnavailable: &all, Steps: steps,
+		UnreachableAfter: &metav1.Duration{Duration: unreachableAfter}}
 }
 
 // percentStep grows the rollout to percent of the vehicles.
@@ -177,7 +180,7 @@ func (b *bench) staged(ctx context.Context) (scenario, error) {
 	s := scenario{ran: true}
 	gen, t0, err := b.edit(ctx, func(p *v1alpha1.NetTuningProfile) {
 		p.Spec = tuning(31)
-		p.Spec.Rollout = canaryRollout(percentStep(10), percentStep(50), percentStep(100))
+		p.Spec.Rollout = canaryRollout(b.unreachableAfter, percentStep(10), percentStep(50), percentStep(100))
 	})
 	if err != nil {
 		return s, err
@@ -208,7 +211,7 @@ func (b *bench) rollback(ctx context.Context) (scenario, error) {
 	s := scenario{ran: true}
 	gen, t0, err := b.edit(ctx, func(p *v1alpha1.NetTuningProfile) {
 		p.Spec = tuning(32)
-		p.Spec.Rollout = canaryRollout(percentStep(50), v1alpha1.RolloutStep{Pause: &v1alpha1.PauseStep{}})
+		p.Spec.Rollout = canaryRollout(b.unreachableAfter, percentStep(50), v1alpha1.RolloutStep{Pause: &v1alpha1.PauseStep{}})
 	})
 	if err != nil {
 		return s, err
