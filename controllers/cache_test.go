@@ -70,7 +70,7 @@ func TestTrimForCache(t *testing.T) {
 	now := metav1.Now()
 	nnt := &v1alpha1.NodeNetTuning{
 		ObjectMeta: metav1.ObjectMeta{Name: "av-1-h0", Generation: 3, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nettune-agent"}}},
-		Spec: v1alpha1.NodeNetTuningSpec{Revision: "r3", Profiles: []v1alpha1.SourceProfile{{Name: "p", Revision: "p-1"}}},
+		Spec:       v1alpha1.NodeNetTuningSpec{Revision: "r3", Profiles: []v1alpha1.SourceProfile{{Name: "p", Revision: "p-1"}}},
 		Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: 3, AppliedRevision: "r3", LastHeartbeatTime: &now,
 			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3}},
 			Items:      []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},

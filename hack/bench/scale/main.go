@@ -45,6 +45,7 @@ const (
 type config struct {
 	sizes      []int
 	renews     []time.Duration // the simulated agents' Lease renewal period, per size
+	statusMax  int             // largest size the status protocol runs at (0 = every size)
 	hosts      int
 	modes      []string
 	idle       time.Duration
@@ -81,6 +82,7 @@ func parseFlags(args []string) (config, error) {
 	sizes := fs.String("sizes", "1000,5000,30000", "fleet sizes in nodes, comma-separated")
 	modes := fs.String("liveness", modeLease+","+modeStatus, "liveness protocols of the simulated agents, run one after the other per size: lease (the new one) and/or status (the previous one)")
 	renews := fs.String("lease-renew", v1alpha1.DefaultAgentLeaseRenew.String(), "the simulated agents' Lease renewal period (the chart's agent.leaseRenew), one for every size or one per size, comma-separated; a period longer than the default makes the profiles' unreachableAfter and the leaseDurationSeconds three periods")
+	fs.IntVar(&c.statusMax, "status-max", 5000, "largest fleet the status protocol runs at (0 = every size): its heartbeat every 30 s from 30,000 nodes is 1,000 writes a second, more than this machine's API server takes")
 	fs.IntVar(&c.hosts, "hosts", 5, "nodes per vehicle")
 	fs.DurationVar(&c.idle, "idle", 5*time.Minute, "length of the idle measurement")
 	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Minute, "longest a scenario waits for its end state")

@@ -65,7 +65,12 @@ func flagsOf(c config) []string {
 	for i, n := range c.sizes {
 		sizes[i] = fmt.Sprint(n)
 	}
-	return []string{"-sizes " + strings.Join(sizes, ","), fmt.Sprintf("-hosts %d", c.hosts), "-liveness " + strings.Join(c.modes, ","),
+	renews := make([]string, len(c.renews))
+	for i, d := range c.renews {
+		renews[i] = d.String()
+	}
+	return []string{"-sizes " + strings.Join(sizes, ","), "-lease-renew " + strings.Join(renews, ","), fmt.Sprintf("-status-max %d", c.statusMax),
+		fmt.Sprintf("-hosts %d", c.hosts), "-liveness " + strings.Join(c.modes, ","),
 		"-idle " + c.idle.String(), "-settle " + c.settle.String(), "-max-wait " + c.maxWait.String(),
 		"-agent-delay " + c.agentDelay.String(), fmt.Sprintf("-agent-workers %d", c.workers)}
 }

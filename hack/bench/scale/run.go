@@ -66,6 +66,10 @@ func run(ctx context.Context, c config, w io.Writer) ([]*result, error) {
 	var results []*result
 	for i, n := range c.sizes {
 		for _, mode := range c.modes {
+			if mode == modeStatus && c.statusMax > 0 && n > c.statusMax {
+				fmt.Fprintf(w, "bench-scale: %d nodes: the status protocol is not run above -status-max %d nodes\n", n, c.statusMax)
+				continue
+			}
 			r, err := runOne(ctx, c, env, n, c.renews[i], mode, w)
 			results = append(results, r)
 			if werr := writeReport(c, env, results, began); werr != nil {
