@@ -17,10 +17,15 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.defaults) || has(self.hostPairs) || has(self.routes) || has(self.sysctls) || has(self.interfaces)",message="a profile must set at least one of defaults, hostPairs, routes, sysctls or interfaces"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.initcwnd) || has(p.parameters.cwnd) || p.parameters.initcwnd <= self.defaults.cwnd.value)",message="a host pair's initcwnd must not exceed the cwnd.value it inherits from defaults",fieldPath=".hostPairs"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.initcwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.initcwnd) || self.defaults.initcwnd <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the initcwnd it inherits from defaults",fieldPath=".hostPairs"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.ssthresh) || has(p.parameters.cwnd) || p.parameters.ssthresh <= self.defaults.cwnd.value)",message="a host pair's ssthresh must not exceed the cwnd.value it inherits from defaults",fieldPath=".hostPairs"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.ssthresh) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.ssthresh) || self.defaults.ssthresh <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the ssthresh it inherits from defaults",fieldPath=".hostPairs"
 type NetTuningProfileSpec struct {
 	// nodeSelector selects the nodes this profile tunes. Empty selects every
 	// node that carries the vehicle label.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with Exists or DoesNotExist take no values"
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
 	// vehicleLabel is the node label whose value names the node's vehicle.
@@ -98,6 +103,7 @@ type NetTuningProfileSpec struct {
 }
 
 // HostPair tunes the traffic sent from one host to another in the same vehicle.
+// +kubebuilder:validation:XValidation:rule="self.from == '*' || self.to == '*' || self.from != self.to",message="a host pair from a host to itself tunes nothing (traffic to the host's own address does not leave it): from and to must differ",fieldPath=".to"
 type HostPair struct {
 	// from is the sending host (value of the host label), or "*" for any host.
 	// +required
@@ -133,6 +139,7 @@ type ProfileRoute struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="destination must be a CIDR such as 10.20.0.0/16"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self).ip() == cidr(self).masked().ip()",message="destination has host bits set, which the kernel refuses for a route: use the prefix's network address (e.g. 10.20.0.0/16, not 10.20.0.1/16)"
 	Destination string `json:"destination"`
 
 	// device is the outgoing interface. When the destination has no route on
@@ -141,12 +148,14 @@ type ProfileRoute struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="the kernel refuses the interface names . and .."
 	Device *string `json:"device,omitempty"`
 
 	// source is the preferred source address of the route.
 	// +optional
 	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="source must be an IP address"
+	// +kubebuilder:validation:XValidation:rule="!isIP(self) || ip(self).isGlobalUnicast() || ip(self).isLinkLocalUnicast()",message="source must be a host's unicast address (not unspecified, loopback, multicast or broadcast)"
 	Source *string `json:"source,omitempty"`
 
 	// hosts limits the route to these hosts (values of the host label). Empty
@@ -218,6 +227,7 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	UnreachableAfter *metav1.Duration `json:"unreachableAfter,omitempty"`
 
 	// unreachableTimeout is how long a step waits for Unreachable vehicles
@@ -227,6 +237,7 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	UnreachableTimeout *metav1.Duration `json:"unreachableTimeout,omitempty"`
 
 	// revisionHistoryLimit bounds the revisions kept in status.
@@ -256,6 +267,9 @@ type CanarySpec struct {
 	// selector chooses canary vehicles by node labels; a vehicle is a canary
 	// when any of its nodes matches.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with Exists or DoesNotExist take no values"
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// count picks this many vehicles, stratified so that every hardware model
@@ -308,6 +322,7 @@ type PauseStep struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
@@ -413,6 +428,7 @@ type AnalysisSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// window is the range each measurement covers.
@@ -421,6 +437,7 @@ type AnalysisSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Window *metav1.Duration `json:"window,omitempty"`
 
 	// measurements is how many successful measurements pass the analysis.
@@ -528,6 +545,7 @@ type JudgeSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Threshold *metav1.Duration `json:"threshold,omitempty"`
 
 	// quantile is the tail the verdict is about: each cohort needs at least
@@ -600,6 +618,7 @@ type JudgeSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Step *metav1.Duration `json:"step,omitempty"`
 }
 

@@ -40,18 +40,21 @@ type NodeRoute struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="destination must be a CIDR such as 192.168.10.3/32"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self).ip() == cidr(self).masked().ip()",message="destination has host bits set, which the kernel refuses for a route: use the prefix's network address"
 	Destination string `json:"destination"`
 
 	// device is the outgoing interface; a missing route is created on it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="the kernel refuses the interface names . and .."
 	Device string `json:"device,omitempty"`
 
 	// source is the route's preferred source address.
 	// +optional
 	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="source must be an IP address"
+	// +kubebuilder:validation:XValidation:rule="!isIP(self) || ip(self).isGlobalUnicast() || ip(self).isLinkLocalUnicast()",message="source must be a host's unicast address (not unspecified, loopback, multicast or broadcast)"
 	Source string `json:"source,omitempty"`
 
 	// peer is the host (value of the host label) this route reaches, when it
@@ -81,6 +84,7 @@ type Peer struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="address must be an IP address"
+	// +kubebuilder:validation:XValidation:rule="!isIP(self) || ip(self).isGlobalUnicast() || ip(self).isLinkLocalUnicast()",message="address must be a host's unicast address (not unspecified, loopback, multicast or broadcast)"
 	Address string `json:"address"`
 
 	// probePort is a TCP port the post-apply probe connects to (the peer

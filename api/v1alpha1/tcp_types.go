@@ -117,6 +117,7 @@ type InterfaceTuning struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="the kernel refuses the interface names . and .."
 	Name string `json:"name"`
 
 	// mtu is the interface MTU in bytes.

@@ -267,6 +267,49 @@ rollout:
   analyses: [{name: lat, provider: Loki, query: q, maxValue: "1"}, {name: lat, provider: Prometheus, query: q, maxValue: "1"}]`, "spec.rollout.analyses[1]", "Duplicate value"},
 	{"revision history above 100", `defaults: {initcwnd: 10}
 rollout: {canary: {count: 1}, revisionHistoryLimit: 500}`, "spec.rollout.revisionHistoryLimit", "less than or equal to 100"},
+
+	// What the kernel itself refuses.
+	{"host pair from a host to itself", `hostPairs: [{from: xavier-a, to: xavier-a, parameters: {initcwnd: 10}}]`, "spec.hostPairs[0].to", "from and to must differ"},
+	{"route prefix with host bits set", `routes: [{name: depot, destination: 10.20.0.1/16, parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "host bits set"},
+	{"IPv6 route prefix with host bits set", `routes: [{name: depot, destination: "fd00::1/64", parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "host bits set"},
+	{"route source unspecified", `routes: [{name: depot, destination: 10.0.0.0/8, source: 0.0.0.0, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "unicast address"},
+	{"route source multicast", `routes: [{name: depot, destination: 10.0.0.0/8, source: 224.0.0.1, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "unicast address"},
+	{"route source loopback", `routes: [{name: depot, destination: 10.0.0.0/8, source: 127.0.0.1, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "unicast address"},
+	{"interface named ..", `interfaces: [{name: "..", mtu: 1500}]`, "spec.interfaces[0].name", "refuses the interface names"},
+	{"route device named .", `routes: [{name: depot, destination: 10.0.0.0/8, device: ".", parameters: {initcwnd: 10}}]`, "spec.routes[0].device", "refuses the interface names"},
+	// Label selectors as the controller parses them.
+	{"node selector with an unknown operator", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Has, values: [orin]}]}`, "spec.nodeSelector", "operator must be In, NotIn, Exists or DoesNotExist"},
+	{"node selector In without values", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: In}]}`, "spec.nodeSelector", "need at least one value"},
+	{"node selector Exists with values", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Exists, values: [orin]}]}`, "spec.nodeSelector", "take no values"},
+	{"canary selector NotIn without values", `defaults: {initcwnd: 10}
+rollout: {canary: {selector: {matchExpressions: [{key: fleet, operator: NotIn, values: []}]}}}`, "spec.rollout.canary.selector", "need at least one value"},
+	// Durations that must be positive.
+	{"unreachableAfter zero", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 1}, unreachableAfter: 0s}`, "spec.rollout.unreachableAfter", "must be a positive duration"},
+	{"unreachableTimeout zero", `defaults: {initcwnd: 10}
+rollout: {canary: {count: 1}, unreachableTimeout: 0m}`, "spec.rollout.unreachableTimeout", "must be a positive duration"},
+	{"pause of zero", `defaults: {initcwnd: 10}` + validRollout + `  steps: [{pause: {duration: 0s}}]`, "spec.rollout.steps[0].pause.duration", "must be a positive duration"},
+	{"analysis interval zero", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", interval: 0s}]`, "spec.rollout.analyses[0].interval", "must be a positive duration"},
+	{"judge threshold zero", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 0ms, slowQuery: s, totalQuery: t}}]`, "spec.rollout.analyses[0].judge.threshold", "must be a positive duration"},
+	// Every inherited TCP parameter against what it inherits.
+	{"host pair ssthresh above inherited cwnd", `
+defaults: {cwnd: {value: 30}}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {ssthresh: 40}}]`, "spec.hostPairs", "ssthresh must not exceed the cwnd.value it inherits"},
+	{"host pair cwnd below inherited ssthresh", `
+defaults: {ssthresh: 20}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "spec.hostPairs", "must not be below the ssthresh it inherits"},
+	{"host pair cwnd below inherited initcwnd", `
+defaults: {initcwnd: 20}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "spec.hostPairs", "must not be below the initcwnd it inherits"},
 }
 
 func manyHostPairs(n int) string {
@@ -346,6 +389,18 @@ routes: [{destination: 192.168.10.3/32, parameters: {initcwnd: 10}}, {destinatio
 	{"sysctl outside allow-list", `
 revision: r1
 sysctls: [{name: vm.swappiness, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
+	{"route destination with host bits set", `
+revision: r1
+routes: [{destination: 192.168.10.3/24, parameters: {initcwnd: 10}}]`, "spec.routes[0].destination", "host bits set"},
+	{"route source multicast", `
+revision: r1
+routes: [{destination: 192.168.10.3/32, source: 239.1.1.1, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "unicast address"},
+	{"route device named ..", `
+revision: r1
+routes: [{destination: 192.168.10.3/32, device: "..", parameters: {initcwnd: 10}}]`, "spec.routes[0].device", "refuses the interface names"},
+	{"peer address unspecified", `
+revision: r1
+peers: [{host: xavier-b, address: 0.0.0.0}]`, "spec.peers[0].address", "unicast address"},
 }
 
 // TestInvalidNodeNetTuningsAreRefused holds the rendered per-node objects to
