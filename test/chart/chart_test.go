@@ -92,6 +92,7 @@ var valueSets = map[string][]string{
 	},
 	"minimal": {
 		"--set", "nodeIsolation.enabled=false",
+		"--set", "profileWarnings.enabled=false",
 		"--set", "grafana.dashboards.enabled=false",
 		"--set", "agent.probeTopics=null",
 		"--set", "controller.replicas=1",
@@ -290,8 +291,11 @@ func TestRenderedShape(t *testing.T) {
 	if len(filter(def, "ServiceMonitor")) != 0 || find(def, "ConfigMap", release+"-datasource-loki") != nil {
 		t.Error("optional objects rendered by default")
 	}
-	if find(def, "ValidatingAdmissionPolicy", "") == nil {
+	if find(def, "ValidatingAdmissionPolicy", release+"-agent-own-node") == nil {
 		t.Error("node isolation policy not rendered by default")
+	}
+	if find(def, "ValidatingAdmissionPolicy", release+"-profile-warnings") == nil || find(def, "ValidatingAdmissionPolicyBinding", release+"-profile-warnings") == nil {
+		t.Error("profile warning policy not rendered by default")
 	}
 	if find(def, "PodDisruptionBudget", release+"-controller") == nil {
 		t.Error("no PodDisruptionBudget for the 2 controller replicas")

@@ -1,0 +1,116 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package chart
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/nettest"
+)
+
+// TestProfileWarnings: with the chart installed, the API server stores a
+// risky but legal profile and warns about it (the chart's Warn policy), and
+// a careful profile draws no warning.
+func TestProfileWarnings(t *testing.T) {
+	helmBin(t)
+	cp := startControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	installChart(t, ctx, cp)
+
+	cfg := rest.CopyConfig(cp.Config)
+	w := &warnings{}
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rollout = `
+rollout:
+  canary: {count: 1}
+  steps: [{pause: {}}]`
+	cases := []struct {
+		name, spec string
+		want       []string // fragments, one per expected warning
+	}{
+		{"careful", `defaults: {rtoMin: 5ms, quickack: true}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {rtoMin: 10ms}}]
+routes: [{name: depot, destination: 10.20.0.0/16, parameters: {rtoMin: 200ms}}]` + rollout, nil},
+		{"rto-below-floor", `defaults: {rtoMin: 10ms}` + rollout,
+			[]string{"spec.defaults.rtoMin 10ms is below the 40ms delayed-ACK floor"}},
+		{"pair-quickack-off", `defaults: {rtoMin: 5ms, quickack: true}
+hostPairs: [{from: xavier-a, to: xavier-b, parameters: {rtoMin: 5ms, quickack: false}}]` + rollout,
+			[]string{"spec.hostPairs: xavier-a->xavier-b: rtoMin below the 40ms delayed-ACK floor"}},
+		{"route-no-quickack", `routes: [{name: depot, destination: 10.20.0.0/16, parameters: {rtoMin: 8ms}}]` + rollout,
+			[]string{"spec.routes: depot: rtoMin below"}},
+		{"no-rollout", `defaults: {initcwnd: 10}`, []string{"spec.rollout is not set"}},
+	}
+	// The policy takes effect once the API server has compiled it: wait for
+	// the first warning on a dry run.
+	probe := profileFrom(t, "probe", `defaults: {initcwnd: 10}`)
+	nettest.WaitFor(t, 30*time.Second, func() error {
+		w.take()
+		if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil {
+			return err
+		}
+		if got := w.take(); len(got) == 0 {
+			return fmt.Errorf("no warning yet")
+		}
+		return nil
+	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w.take()
+			p := profileFrom(t, tc.name, tc.spec)
+			if err := c.Create(ctx, p); err != nil {
+				t.Fatalf("a legal profile was refused: %v", err)
+			}
+			got := w.take()
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d containing %q", got, len(tc.want), tc.want)
+			}
+			for i, frag := range tc.want {
+				if !strings.Contains(got[i], frag) {
+					t.Errorf("warning %q does not contain %q", got[i], frag)
+				}
+			}
+			stored := &v1alpha1.NetTuningProfile{}
+			if err := c.Get(ctx, client.ObjectKey{Name: tc.name}, stored); err != nil {
+				t.Fatalf("the warned profile was not stored: %v", err)
+			}
+		})
+	}
+}
+
+func profileFrom(t *testing.T, name, specYAML string) *v1alpha1.NetTuningProfile {
+	t.Helper()
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := yaml.UnmarshalStrict([]byte(specYAML), &p.Spec); err != nil {
+		t.Fatalf("spec of %s: %v", name, err)
+	}
+	return p
+}
