@@ -103,7 +103,7 @@ bench-detection: tools build ## Rollback detection on the simulated fleet under 
 
 # The 30,000-node fleet renews its Leases every 4 min (125 writes a second, as
 # 5,000 nodes at the default 40 s): 750 a second is more than this 2-core
-# machine's API server takes. About an hour.
+# machine's API server takes. About 1.5 hours.
 BENCH_SCALE_ARGS ?= -sizes 1000,5000,30000 -lease-renew 40s,40s,4m -max-wait 20m
 .PHONY: bench-scale
 bench-scale: tools build ## Fleet scale: the real controller against simulated agents at 1,000, 5,000 and 30,000 nodes, into docs/bench-scale.md.
