@@ -68,13 +68,18 @@ func (k *LeaseKeeper) Start(ctx context.Context) error {
 		if err := k.RenewOnce(ctx); err != nil && ctx.Err() == nil {
 			k.Log.Error(err, "renewing the agent lease", "namespace", k.Namespace, "lease", k.Node)
 		}
-		jitter := time.Duration(rand.Int64N(int64(renew)/10 + 1))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(renew - jitter):
+		case <-time.After(RenewalWait(renew)):
 		}
 	}
+}
+
+// RenewalWait is the wait before an agent's next renewal: the period less
+// up to 10 % jitter.
+func RenewalWait(renew time.Duration) time.Duration {
+	return renew - time.Duration(rand.Int64N(int64(renew)/10+1))
 }
 
 // RenewOnce creates the Lease or moves its renewTime to now. Like the

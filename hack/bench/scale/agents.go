@@ -195,7 +195,7 @@ func (a *agents) next(ctx context.Context, q workqueue.TypedRateLimitingInterfac
 		}
 	case taskRenew:
 		err = a.renew(ctx, t.node)
-		a.reschedule(t, renewPeriod(a.renewEvery))
+		a.reschedule(t, agent.RenewalWait(a.renewEvery))
 	case taskRefresh:
 		err = a.refresh(ctx, t.node)
 		a.reschedule(t, a.refreshPeriod())
@@ -368,12 +368,6 @@ func (a *agents) renew(ctx context.Context, node string) error {
 	}
 	a.writes.Add(1)
 	return nil
-}
-
-// renewPeriod is the time to a Lease's next renewal: the renewal period
-// less up to 10 % jitter, as the agent waits.
-func renewPeriod(renew time.Duration) time.Duration {
-	return renew - time.Duration(rand.Int64N(int64(renew)/10+1))
 }
 
 // leaseDuration is the leaseDurationSeconds written with renewal period

@@ -444,7 +444,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // fetch GETs url with hc and returns the body.
 func fetch(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	return fetchWithin(ctx, hc, url, time.Minute)
+}
+
+// fetchWithin is fetch with its own time limit.
+func fetchWithin(ctx context.Context, hc *http.Client, url string, limit time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,7 +56,12 @@ func (p *profiler) start(ctx context.Context, name string) {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			if err := download(ctx, t.c, t.url, path); err != nil {
+			// The profile is answered after p.length: allow a minute more.
+			body, err := fetchWithin(ctx, t.c, t.url, p.length+time.Minute)
+			if err == nil {
+				err = os.WriteFile(path, body, 0o644)
+			}
+			if err != nil {
 				p.say("profile of %s: %v", t.who, err)
 				return
 			}
@@ -71,28 +75,4 @@ func (p *profiler) wait() {
 	if p != nil {
 		p.wg.Wait()
 	}
-}
-
-func download(ctx context.Context, c *http.Client, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
