@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,8 +98,9 @@ type Fleet struct {
 	root string
 
 	mu         sync.Mutex
-	agents     map[string]*proc // by node name
-	agentPorts map[string]int   // metrics port by node name
+	agents     map[string]*proc    // by node name
+	agentPorts map[string]int      // metrics port by node name
+	agentArgs  map[string][]string // extra arguments by node name
 	controller *proc
 }
 
@@ -135,7 +137,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
-		agents: map[string]*proc{}, agentPorts: map[string]int{}}
+		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}}
 	defer func() {
 		if err != nil {
 			_ = f.Close()
@@ -236,13 +238,14 @@ func (f *Fleet) StartAgents(vehicle string) error {
 			continue
 		}
 		args := []string{"run", "--node", node, "--netns", h.Netns, "--vehicle", vehicle, "--host", h.Name,
-			"--state-dir", filepath.Join(f.Dir, "agents", node),
+			"--state-dir", f.AgentStateDir(node),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node]),
 			"--lease-renew", f.opts.Heartbeat.String(), "--lease-namespace", Namespace, "--resync", "10s",
 			"--loki-url", f.Loki.URL}
 		for _, t := range f.opts.Topics {
 			args = append(args, "--probe-topic", t)
 		}
+		args = append(args, f.agentArgs[node]...)
 		p, err := startProc(f.bin("nettune-agent"), args, f.env(), filepath.Join(f.Dir, "logs", "agent-"+node+".log"))
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", node, err)
@@ -266,6 +269,96 @@ func (f *Fleet) StopAgents(vehicle string) error {
 		}
 	}
 	return nil
+}
+
+// StopAgent stops one host's agent (SIGTERM, then SIGKILL after 5 s);
+// StartAgents starts it again.
+func (f *Fleet) StopAgent(node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.agents[node]
+	if p == nil {
+		return fmt.Errorf("no agent %s", node)
+	}
+	p.stop()
+	return nil
+}
+
+// AgentStateDir is the state directory of a host's agent.
+func (f *Fleet) AgentStateDir(node string) string { return filepath.Join(f.Dir, "agents", node) }
+
+// AgentMetrics is the metrics address (host:port) of a host's agent.
+func (f *Fleet) AgentMetrics(node string) string {
+	return fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node])
+}
+
+// SetAgentArgs gives a host's agent extra arguments from its next start on.
+func (f *Fleet) SetAgentArgs(node string, args ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.agentArgs[node] = args
+}
+
+// KillController kills the controller with SIGKILL, as a node failure would:
+// no shutdown, no last status write.
+func (f *Fleet) KillController() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.controller == nil || !f.controller.running() {
+		return errors.New("the controller is not running")
+	}
+	f.controller.kill()
+	return nil
+}
+
+// StartController starts the controller again after KillController.
+func (f *Fleet) StartController() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.controller != nil && f.controller.running() {
+		return errors.New("the controller is running")
+	}
+	return f.startController()
+}
+
+// APIServerAddress is the kube-apiserver's host:port.
+func (f *Fleet) APIServerAddress() (string, error) {
+	u, err := url.Parse(f.CP.Config.Host)
+	if err != nil {
+		return "", err
+	}
+	if u.Port() == "" {
+		return "", fmt.Errorf("API server address %q has no port", f.CP.Config.Host)
+	}
+	return u.Host, nil
+}
+
+// CutAPIServer makes the API server unreachable, as if it were down: an
+// iptables rule answers every packet to its port, of new and established
+// connections, with a TCP reset (so every client sees "connection refused"
+// or "connection reset", from the agents, the controller, kubectl and the
+// caller alike). etcd and the API server keep running. The returned function
+// removes the rule; it is safe to call twice.
+func (f *Fleet) CutAPIServer() (restore func() error, err error) {
+	addr, err := f.APIServerAddress()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	rule := []string{"OUTPUT", "-p", "tcp", "-d", host, "--dport", port, "-j", "REJECT", "--reject-with", "tcp-reset"}
+	if out, err := exec.Command("iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("iptables -I %s: %w: %s", strings.Join(rule, " "), err, out)
+	}
+	var once sync.Once
+	var restoreErr error
+	return func() error {
+		once.Do(func() {
+			if out, err := exec.Command("iptables", append([]string{"-D"}, rule...)...).CombinedOutput(); err != nil {
+				restoreErr = fmt.Errorf("iptables -D %s: %w: %s", strings.Join(rule, " "), err, out)
+			}
+		})
+		return restoreErr
+	}, nil
 }
 
 func (f *Fleet) env() []string {
@@ -426,6 +519,14 @@ func (p *proc) running() bool {
 	default:
 		return true
 	}
+}
+
+// kill sends SIGKILL to the group and waits for the process to end.
+func (p *proc) kill() {
+	p.once.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
 }
 
 // stop sends SIGTERM to the group, then SIGKILL after 5 s.
