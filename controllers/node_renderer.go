@@ -109,7 +109,7 @@ func (r *NodeRenderer) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, r.vehiclePeers(), builder.WithPredicates(renderedNodePredicate())).
 		Watches(&v1alpha1.NetTuningProfile{}, r.assignmentChanges()).
 		Watches(&v1alpha1.NodeNetTuning{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retryLimiter()}).
 		Complete(r)
 }
 

@@ -123,7 +123,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(renderedNodePredicate())).
 		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate(r.Liveness))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation})
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retryLimiter()})
 	if r.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))
 	}

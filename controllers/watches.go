@@ -20,8 +20,10 @@ import (
 	"context"
 	"time"
 
+	"golang.org/x/time/rate"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -80,4 +82,16 @@ func nntPredicate(l *Liveness) predicate.Predicate {
 			return n.Status.LastHeartbeatTime.Sub(o.Status.LastHeartbeatTime.Time) > heartbeatGap
 		},
 	}
+}
+
+// retryLimiter spaces the retries of a failed reconcile from 5 ms, doubling,
+// to at most 10 s; controller-runtime's default doubles to 1,000 s, so after
+// an API server outage of two minutes a profile waited for its next retry
+// long after the API server was back. The bucket (10 a second, bursts of
+// 100) is the default's.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 10*time.Second),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
