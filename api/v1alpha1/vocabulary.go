@@ -55,6 +55,27 @@ const (
 	ReasonAnalysisInconclusive = "AnalysisInconclusive"
 )
 
+// Reasons an agent gives (Applied=False, Degraded=True) for an apply its
+// host's environment stopped, not the revision: the agent retries the same
+// revision by itself, and the controller counts the vehicle neither verified
+// nor failed (it waits, as for an unreachable one).
+const (
+	// ReasonStateUnwritable: the agent could not record the apply in its
+	// state directory (full, read-only); nothing was changed, or the change
+	// was undone.
+	ReasonStateUnwritable = "StateUnwritable"
+	// ReasonInterrupted: the host's network changed under the apply (a link
+	// went down, a route it had just written was removed); the change was
+	// undone.
+	ReasonInterrupted = "Interrupted"
+)
+
+// EnvironmentReason is true for the reasons of ReasonStateUnwritable and
+// ReasonInterrupted.
+func EnvironmentReason(reason string) bool {
+	return reason == ReasonStateUnwritable || reason == ReasonInterrupted
+}
+
 // Annotations and labels on nettune's and Kubernetes' objects.
 const (
 	// PromoteAnnotation (on a profile, written by the plugin):

@@ -49,6 +49,7 @@ type runOptions struct {
 	lokiURL            string
 	lokiBufferDir      string
 	lokiBufferMaxBytes int64
+	clockSkew          time.Duration
 	probeTopics        topicFlags
 }
 
@@ -79,6 +80,7 @@ func (f *topicFlags) Set(s string) error {
 
 func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.node, "node", "", "name of this node (its NodeNetTuning has the same name)")
+	fs.DurationVar(&o.clockSkew, "clock-skew", 0, "for fault testing: shift every time the agent writes (Lease renewals, status heartbeats, journal and last-known-good times) by this much, as a vehicle whose clock is wrong would")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9101", "Prometheus /metrics address (\"0\" disables)")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address (\"0\" disables)")
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
@@ -112,6 +114,8 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if err != nil {
 		return err
 	}
+	now := func() time.Time { return time.Now().Add(o.clockSkew) }
+	e.Now = now
 
 	// What is started below ends with runCtx, and runAgent waits for it;
 	// the Loki shipper ends last (shipCtx), pushing or writing to disk what
@@ -204,7 +208,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		})
 	}
 
-	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events}
+	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now}
 	// The agent's own metrics carry the vehicle as well as the node, and its
 	// TCP metrics the host too, like the probe's: dashboards select them by
 	// vehicle with or without the latency probe, and analyses group the TCP
@@ -273,7 +277,7 @@ func runManager(ctx context.Context, r *agent.Reconciler, o *runOptions, log log
 		if err != nil {
 			return fmt.Errorf("lease client: %w", err)
 		}
-		keeper := &agent.LeaseKeeper{Client: direct, Namespace: o.leaseNS, Node: o.node, Renew: o.leaseRenew, Log: log.WithName("lease")}
+		keeper := &agent.LeaseKeeper{Client: direct, Namespace: o.leaseNS, Node: o.node, Renew: o.leaseRenew, Log: log.WithName("lease"), Now: r.Now}
 		if err := mgr.Add(keeper); err != nil {
 			return err
 		}

@@ -260,6 +260,10 @@ func NodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.T
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == nnt.Generation
 	}
 	verified = st.ObservedGeneration == nnt.Generation && st.AppliedRevision == nnt.Spec.Revision && current(v1alpha1.ConditionVerified)
-	failed = current(v1alpha1.ConditionRolledBack) || current(v1alpha1.ConditionDegraded)
+	// Degraded by the host's environment (a full state directory, a link
+	// down) is not the revision's failure: the agent retries it.
+	degraded := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
+	failed = current(v1alpha1.ConditionRolledBack) ||
+		(current(v1alpha1.ConditionDegraded) && !v1alpha1.EnvironmentReason(degraded.Reason))
 	return verified, failed, seen
 }

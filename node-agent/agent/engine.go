@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,8 +50,14 @@ type Outcome struct {
 	// RolledBack is true when the apply was undone (apply error, verify
 	// mismatch or failed probe).
 	RolledBack bool
-	// Reason explains Refused or RolledBack.
+	// Reason explains Refused, RolledBack or Retry.
 	Reason string
+	// Retry, when set, says the host's environment stopped the apply, not
+	// the revision (RetryReason: v1alpha1.ReasonStateUnwritable or
+	// ReasonInterrupted): the host is on Revision, and the same spec is to be
+	// applied again after Retry.
+	Retry       time.Duration
+	RetryReason string
 	// Items is the per-item report of the target (desired vs observed).
 	Items []v1alpha1.ItemResult
 	// Duration of the whole transaction.
@@ -68,6 +75,20 @@ type Engine struct {
 	// mu serializes applies and drift repairs: a repair must never run in the
 	// middle of an apply and "repair" routes back to the previous revision.
 	mu sync.Mutex
+	// notices are the state directory's repairs not yet reported.
+	notices []string
+}
+
+// TakeNotices returns, and forgets, what was repaired in the state directory
+// (an unreadable last-known-good or journal kept aside): for the agent to
+// report.
+func (e *Engine) TakeNotices() []string {
+	more := e.Store.Notices()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := append(e.notices, more...)
+	e.notices = nil
+	return out
 }
 
 // committed returns the last-known-good spec and the originals, empty when
@@ -210,10 +231,13 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 		return Outcome{}, fmt.Errorf("encoding snapshot: %w", err)
 	}
 	if err := e.Store.BeginJournal(state.Journal{Target: target, Snapshot: rawSnap, Started: e.now()}); err != nil {
-		return Outcome{}, err
+		return Outcome{Revision: prevSpec.Revision, Retry: RetryAfter, RetryReason: v1alpha1.ReasonStateUnwritable,
+			Reason: "nothing was changed: the apply cannot be recorded in the state directory: " + err.Error()}, nil
 	}
 
 	rollback := func(reason string, items []v1alpha1.ItemResult) (Outcome, error) {
+		// Judged before the restore, which re-writes the routes.
+		interruption := e.interrupted(target, reason)
 		if err := e.restore(snap); err != nil {
 			return Outcome{}, fmt.Errorf("%s; restoring the snapshot failed too: %w", reason, err)
 		}
@@ -224,8 +248,12 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 		// prime them again, or the next connection runs without the clamp
 		// of the revision still in force.
 		e.prime(ctx, prevSpec)
-		e.Log.Info("apply rolled back", "revision", target.Revision, "reason", reason)
-		return Outcome{Revision: prevSpec.Revision, RolledBack: true, Reason: reason, Items: items}, nil
+		e.Log.Info("apply rolled back", "revision", target.Revision, "reason", reason, "interruption", interruption)
+		o := Outcome{Revision: prevSpec.Revision, RolledBack: true, Reason: reason, Items: items}
+		if interruption != "" {
+			o.Retry, o.RetryReason, o.Reason = RetryAfter, v1alpha1.ReasonInterrupted, reason+" ("+interruption+")"
+		}
+		return o, nil
 	}
 
 	if err := e.write(ctx, p); err != nil {
@@ -250,10 +278,56 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 		return Outcome{}, fmt.Errorf("encoding originals: %w", err)
 	}
 	if err := e.Store.Commit(committed, lkgOrig, e.now()); err != nil {
-		return Outcome{}, err
+		// The kernel must not hold what the last-known-good does not say.
+		o, rbErr := rollback("the last-known-good state cannot be recorded: "+err.Error(), items)
+		if rbErr == nil {
+			o.Retry, o.RetryReason = RetryAfter, v1alpha1.ReasonStateUnwritable
+		}
+		return o, rbErr
 	}
 	e.Log.Info("applied", "revision", target.Revision, "routes", len(target.Routes), "sysctls", len(target.Sysctls), "interfaces", len(target.Interfaces))
 	return Outcome{Revision: target.Revision, Committed: true, Items: items}, nil
+}
+
+// RetryAfter is how soon an apply the host's environment stopped is tried
+// again.
+const RetryAfter = 10 * time.Second
+
+// interrupted explains why an apply that failed with reason was stopped by
+// the host's network rather than by the revision, or returns "": the kernel
+// said the network is down, an interface the target routes use is down, or
+// a route the apply had written is gone (a link that went down takes its
+// routes with it; a DHCP client flushes them). A revision that is wrong
+// leaves its routes in place and fails its verify or probe on a link that
+// is up.
+func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, reason string) string {
+	if strings.Contains(reason, "network is down") || strings.Contains(reason, "no such device") {
+		return "the network was down"
+	}
+	devices := map[string]bool{}
+	for _, r := range target.Routes {
+		if r.Device != "" && !devices[r.Device] {
+			devices[r.Device] = true
+			st, err := e.Host.ReadInterface(r.Device)
+			if err != nil {
+				return fmt.Sprintf("interface %s: %v", r.Device, err)
+			}
+			if !st.Up || !st.Carrier {
+				return fmt.Sprintf("interface %s is down (%s)", r.Device, st.OperState)
+			}
+		}
+	}
+	table, err := e.Host.ReadRouteTable()
+	if err != nil {
+		return ""
+	}
+	for _, r := range target.Routes {
+		rs, err := routeSpec(r)
+		if err == nil && table.Lookup(rs.Dst) == nil {
+			return "route " + r.Destination + " was removed while the apply ran (a link flap or a DHCP client's flush)"
+		}
+	}
+	return ""
 }
 
 // prime re-creates the tcp_metrics cache entry of every peer route after a
@@ -432,6 +506,12 @@ func (e *Engine) Boot(ctx context.Context) (Outcome, error) {
 	spec, err := e.CommittedSpec()
 	if err != nil {
 		return Outcome{}, err
+	}
+	for _, n := range e.Store.Notices() {
+		e.Log.Info("state directory repaired", "notice", n)
+		e.mu.Lock()
+		e.notices = append(e.notices, n)
+		e.mu.Unlock()
 	}
 	if spec.Revision == "" {
 		return Outcome{Reason: "no last-known-good state"}, nil

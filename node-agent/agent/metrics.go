@@ -52,7 +52,7 @@ func NewMetricsFor(reg prometheus.Registerer, l MetricLabels, engine *Engine) *M
 	labels := prometheus.Labels{"node": l.Node}
 	m := &Metrics{
 		Applies: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nettune_agent_applies_total", Help: "Applies by result (committed, refused, rolled_back, error).", ConstLabels: labels,
+			Name: "nettune_agent_applies_total", Help: "Applies by result (committed, refused, rolled_back, retrying: stopped by the host's environment and tried again, error).", ConstLabels: labels,
 		}, []string{"result"}),
 		Reverts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nettune_agent_reverts_total", Help: "Applies undone by a local revert.", ConstLabels: labels,
@@ -79,6 +79,8 @@ func (m *Metrics) observe(o Outcome, err error) {
 	switch {
 	case err != nil:
 		m.Applies.WithLabelValues("error").Inc()
+	case o.Retry > 0:
+		m.Applies.WithLabelValues("retrying").Inc()
 	case o.Committed:
 		m.Applies.WithLabelValues("committed").Inc()
 	case o.Refused:

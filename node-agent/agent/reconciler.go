@@ -57,6 +57,13 @@ const (
 	EventReverted = "reverted"
 	// EventRefused: preflight refused a revision; nothing was touched.
 	EventRefused = "refused"
+	// EventRetrying: the host's environment stopped an apply (a full or
+	// read-only state directory, a link down); it is tried again.
+	EventRetrying = "retrying"
+	// EventStateRepaired: an unreadable file of the state directory was kept
+	// aside (the last-known-good fell back to the previous commit, or to
+	// none).
+	EventStateRepaired = "state-repaired"
 	// EventDriftRepaired: items of the committed revision were re-tuned.
 	EventDriftRepaired = "drift_repaired"
 )
@@ -70,6 +77,9 @@ type Reconciler struct {
 	Metrics  *Metrics
 	// Events, when set, receives every apply outcome and drift repair.
 	Events EventSink
+
+	// Now is the clock of the status' heartbeat (time.Now when nil).
+	Now func() time.Time
 
 	// Heartbeat is how often status is rewritten when nothing changed.
 	Heartbeat time.Duration
@@ -150,6 +160,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	for _, n := range r.Engine.TakeNotices() {
+		if r.Recorder != nil {
+			r.Recorder.Eventf(nnt, nil, "Warning", "StateRepaired", "Boot", "%s", n)
+		}
+		if r.Events != nil {
+			r.Events.Event(EventStateRepaired, committed.Revision, n)
+		}
+	}
 	r.mu.Lock()
 	refusedOutcome, refused := r.refused[nnt.Generation]
 	r.mu.Unlock()
@@ -166,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		r.Metrics.observe(outcome, nil)
 		r.event(nnt, outcome)
-		if !outcome.Committed {
+		if !outcome.Committed && outcome.Retry == 0 {
 			r.mu.Lock()
 			r.refused[nnt.Generation] = outcome
 			r.mu.Unlock()
@@ -176,12 +194,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	r.last = outcome
 
+	requeue := r.Resync
+	if outcome.Retry > 0 {
+		requeue = outcome.Retry
+	}
 	status := r.status(nnt, outcome)
-	now := metav1.Now()
+	now := metav1.NewTime(time.Now())
+	if r.Now != nil {
+		now = metav1.NewTime(r.Now())
+	}
 	beat := nnt.Status.LastHeartbeatTime
 	stale := beat == nil || now.Sub(beat.Time) >= r.Heartbeat
 	if !stale && statusEqual(nnt.Status, status) {
-		return ctrl.Result{RequeueAfter: r.Resync}, nil
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	status.LastHeartbeatTime = &now
 	patch := client.MergeFrom(nnt.DeepCopy())
@@ -189,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err := r.Client.Status().Patch(ctx, nnt, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // normalize clears what does not change the host, for comparisons.
@@ -204,6 +229,8 @@ func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
 		return
 	}
 	switch {
+	case o.Retry > 0:
+		r.Recorder.Eventf(nnt, nil, "Warning", o.RetryReason, "Apply", "revision %s not applied: %s; retrying every %s", nnt.Spec.Revision, o.Reason, o.Retry)
 	case o.Committed:
 		r.Recorder.Eventf(nnt, nil, "Normal", "Applied", "Apply", "revision %s applied and verified in %s", o.Revision, o.Duration.Round(time.Millisecond))
 	case o.Refused:
@@ -220,6 +247,8 @@ func OutcomeEvents(sink EventSink, revision string, o Outcome) {
 		return
 	}
 	switch {
+	case o.Retry > 0:
+		sink.Event(EventRetrying, revision, fmt.Sprintf("%s: %s", o.RetryReason, o.Reason))
 	case o.Committed:
 		sink.Event(EventApplied, o.Revision, fmt.Sprintf("revision %s applied in %s", o.Revision, o.Duration.Round(time.Millisecond)))
 		verified, notEffective := 0, 0
@@ -258,6 +287,14 @@ func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.Nod
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 	}
 	switch {
+	case o.Retry > 0:
+		// The host's environment, not the revision: neither verified nor
+		// failed, retried by the agent.
+		msg := fmt.Sprintf("revision %s not applied, %q in force: %s; retrying every %s", nnt.Spec.Revision, o.Revision, o.Reason, o.Retry)
+		set(v1alpha1.ConditionApplied, metav1.ConditionFalse, o.RetryReason, msg)
+		set(v1alpha1.ConditionVerified, metav1.ConditionFalse, o.RetryReason, "not applied yet")
+		set(v1alpha1.ConditionRolledBack, metav1.ConditionFalse, o.RetryReason, "")
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, o.RetryReason, msg)
 	case o.Committed:
 		set(v1alpha1.ConditionApplied, metav1.ConditionTrue, "Applied", "revision "+o.Revision+" is in force")
 		verified, notEffective := true, 0

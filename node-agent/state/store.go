@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
@@ -27,6 +28,7 @@ import (
 
 const (
 	lkgFile     = "last-known-good.json"
+	prevFile    = "last-known-good.prev.json"
 	journalFile = "journal.json"
 )
 
@@ -55,6 +57,35 @@ type Journal struct {
 // Store reads and writes the state directory.
 type Store struct {
 	dir string
+
+	mu      sync.Mutex
+	notices []string
+}
+
+// Notices returns, and forgets, what the store had to repair since the last
+// call: an unreadable file kept aside, the generation it fell back to.
+func (s *Store) Notices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+func (s *Store) notice(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notices = append(s.notices, fmt.Sprintf(format, args...))
+}
+
+// quarantine renames an unreadable file to <name>.corrupt-<unix seconds>,
+// so that it is never read again and never lost.
+func (s *Store) quarantine(name string) (string, error) {
+	aside := fmt.Sprintf("%s.corrupt-%d", name, time.Now().Unix())
+	if err := os.Rename(filepath.Join(s.dir, name), filepath.Join(s.dir, aside)); err != nil {
+		return "", fmt.Errorf("keeping the unreadable %s aside: %w", name, err)
+	}
+	return aside, syncDir(s.dir)
 }
 
 // Open creates the state directory if needed.
@@ -69,13 +100,42 @@ func Open(dir string) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 // LastKnownGood returns the committed state, or nil when none was committed.
+//
+// An unreadable last-known-good file (truncated, garbled) is kept aside and
+// the previous commit, which Commit keeps, takes its place; when that is
+// unreadable too, it is kept aside as well and nothing counts as committed
+// (the next apply records the host's values as they are then). Either is
+// said in Notices.
 func (s *Store) LastKnownGood() (*Committed, error) {
 	c := &Committed{}
 	ok, err := s.read(lkgFile, c)
-	if !ok {
-		return nil, err
+	var decode *decodeError
+	if !errors.As(err, &decode) {
+		if !ok {
+			return nil, err
+		}
+		return c, nil
 	}
-	return c, nil
+	aside, qerr := s.quarantine(lkgFile)
+	if qerr != nil {
+		return nil, errors.Join(err, qerr)
+	}
+	prev := &Committed{}
+	ok, perr := s.read(prevFile, prev)
+	if ok {
+		if werr := s.write(lkgFile, prev); werr != nil {
+			return nil, werr
+		}
+		s.notice("%s was unreadable (%v), kept aside as %s: back on the previous commit, revision %s", lkgFile, decode.err, aside, prev.Spec.Revision)
+		return prev, nil
+	}
+	if errors.As(perr, &decode) {
+		if paside, qerr := s.quarantine(prevFile); qerr == nil {
+			aside += ", " + paside
+		}
+	}
+	s.notice("%s was unreadable (%v), kept aside as %s, and no readable previous commit: nothing counts as committed; the next apply records the host's current values as their originals", lkgFile, err, aside)
+	return nil, nil
 }
 
 // Commit records spec as the last-known-good state and ends the journal.
@@ -83,6 +143,12 @@ func (s *Store) LastKnownGood() (*Committed, error) {
 // two leaves a journal whose target equals the LKG: recovery then restores
 // the snapshot and re-applies the LKG, ending in the new state either way.
 func (s *Store) Commit(spec v1alpha1.NodeNetTuningSpec, originals json.RawMessage, now time.Time) error {
+	// The commit before this one stays as the fallback for a damaged file.
+	if prev := (&Committed{}); s.readOK(lkgFile, prev) {
+		if err := s.write(prevFile, prev); err != nil {
+			return err
+		}
+	}
 	if err := s.write(lkgFile, Committed{Spec: spec, Originals: originals, Committed: now}); err != nil {
 		return err
 	}
@@ -93,9 +159,22 @@ func (s *Store) Commit(spec v1alpha1.NodeNetTuningSpec, originals json.RawMessag
 func (s *Store) BeginJournal(j Journal) error { return s.write(journalFile, j) }
 
 // PendingJournal returns the journal of an apply that did not finish, or nil.
+//
+// An unreadable journal is kept aside (said in Notices) and nil returned: the
+// state before that apply cannot be restored from it, and the last-known-good
+// is applied over whatever it left.
 func (s *Store) PendingJournal() (*Journal, error) {
 	j := &Journal{}
 	ok, err := s.read(journalFile, j)
+	var decode *decodeError
+	if errors.As(err, &decode) {
+		aside, qerr := s.quarantine(journalFile)
+		if qerr != nil {
+			return nil, errors.Join(err, qerr)
+		}
+		s.notice("%s was unreadable (%v), kept aside as %s: the interrupted apply cannot be undone from it; the last-known-good is applied over it", journalFile, decode.err, aside)
+		return nil, nil
+	}
 	if !ok {
 		return nil, err
 	}
@@ -121,10 +200,25 @@ func (s *Store) read(name string, v any) (bool, error) {
 		return false, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("decoding %s: %w", name, err)
+		return false, &decodeError{name: name, err: err}
 	}
 	return true, nil
 }
+
+// readOK is read without its error: true when name exists and decodes.
+func (s *Store) readOK(name string, v any) bool {
+	ok, err := s.read(name, v)
+	return ok && err == nil
+}
+
+// decodeError is a state file that exists but does not decode.
+type decodeError struct {
+	name string
+	err  error
+}
+
+func (e *decodeError) Error() string { return fmt.Sprintf("decoding %s: %v", e.name, e.err) }
+func (e *decodeError) Unwrap() error { return e.err }
 
 // write replaces name atomically with the JSON of v.
 func (s *Store) write(name string, v any) error {

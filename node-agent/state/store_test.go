@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,13 +47,92 @@ func TestCommitAndJournalRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCorruptFileIsAnError(t *testing.T) {
+// A truncated last-known-good falls back to the commit before it, kept
+// aside, and says so; the fallback becomes the last-known-good again.
+func TestTruncatedLastKnownGoodFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := Open(dir)
-	if err := os.WriteFile(filepath.Join(dir, lkgFile), []byte("{not json"), 0o600); err != nil {
+	for _, rev := range []string{"r1", "r2"} {
+		if err := s.Commit(v1alpha1.NodeNetTuningSpec{Revision: rev}, nil, time.Unix(20, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	truncate(t, filepath.Join(dir, lkgFile))
+	lkg, err := s.LastKnownGood()
+	if err != nil || lkg == nil || lkg.Spec.Revision != "r1" {
+		t.Fatalf("lkg = %+v, %v; want the previous commit r1", lkg, err)
+	}
+	notices := s.Notices()
+	if len(notices) != 1 || !strings.Contains(notices[0], "previous commit, revision r1") || !strings.Contains(notices[0], "kept aside as last-known-good.json.corrupt-") {
+		t.Errorf("notices %q", notices)
+	}
+	if again, err := s.LastKnownGood(); err != nil || again == nil || again.Spec.Revision != "r1" || len(s.Notices()) != 0 {
+		t.Errorf("read again: %+v %v, want r1 without a notice", again, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, lkgFile+".corrupt-*")); len(m) != 1 {
+		t.Errorf("truncated file kept aside: %v", m)
+	}
+}
+
+// Both generations unreadable: both kept aside, nothing committed, said.
+func TestBothGenerationsUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	for _, rev := range []string{"r1", "r2"} {
+		if err := s.Commit(v1alpha1.NodeNetTuningSpec{Revision: rev}, nil, time.Unix(20, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	truncate(t, filepath.Join(dir, lkgFile))
+	truncate(t, filepath.Join(dir, prevFile))
+	lkg, err := s.LastKnownGood()
+	if err != nil || lkg != nil {
+		t.Fatalf("lkg = %+v, %v; want nothing committed", lkg, err)
+	}
+	if n := s.Notices(); len(n) != 1 || !strings.Contains(n[0], "nothing counts as committed") {
+		t.Errorf("notices %q", n)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.corrupt-*")); len(m) != 2 {
+		t.Errorf("files kept aside: %v, want both", m)
+	}
+}
+
+// A truncated journal is kept aside and no apply counts as pending.
+func TestTruncatedJournal(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	if err := s.BeginJournal(Journal{Target: v1alpha1.NodeNetTuningSpec{Revision: "r2"}, Snapshot: json.RawMessage(`{"routes":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	truncate(t, filepath.Join(dir, journalFile))
+	j, err := s.PendingJournal()
+	if err != nil || j != nil {
+		t.Fatalf("journal = %+v, %v; want none", j, err)
+	}
+	if n := s.Notices(); len(n) != 1 || !strings.Contains(n[0], "cannot be undone") {
+		t.Errorf("notices %q", n)
+	}
+}
+
+// A file that cannot be read (not a decode error) is still an error.
+func TestUnreadableFileIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	if err := os.Mkdir(filepath.Join(dir, lkgFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.LastKnownGood(); err == nil {
-		t.Fatal("a corrupt last-known-good file must be reported, not ignored")
+		t.Fatal("a last-known-good that cannot be read must be reported")
+	}
+}
+
+func truncate(t *testing.T, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()/2); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -61,8 +61,8 @@ func latency(address string, measurements int32, on v1alpha1.InconclusivePolicy)
 	return a
 }
 
-// analysed: av-001 first, judged by a, then every vehicle.
-func analysed(a v1alpha1.AnalysisSpec) *v1alpha1.RolloutSpec {
+// judged: av-001 first, judged by a, then every vehicle.
+func judged(a v1alpha1.AnalysisSpec) *v1alpha1.RolloutSpec {
 	r := staged([]string{"av-001"}, v1alpha1.RolloutStep{Analysis: &v1alpha1.AnalysisStep{Name: a.Name}}, toFleet())
 	r.Analyses = []v1alpha1.AnalysisSpec{a}
 	return r
@@ -101,7 +101,7 @@ func TestControllerKilledMidAnalysis(t *testing.T) {
 	r1 := start(t, name, 30)
 	watchHosts(t)
 	const want = 8
-	put(t, name, spec(31, analysed(latency("", want, v1alpha1.InconclusivePause))))
+	put(t, name, spec(31, judged(latency("", want, v1alpha1.InconclusivePause))))
 	var before int32
 	p := waitProfile(t, name, 2*time.Minute, "3 successful measurements", func(p *v1alpha1.NetTuningProfile) bool {
 		if a := analysisOf(p, "latency"); a != nil {
@@ -121,7 +121,7 @@ func TestControllerKilledMidAnalysis(t *testing.T) {
 	restarted := time.Now()
 	t.Logf("controller killed at step %d with %d of %d measurements successful, restarted 5 s later", step, before, want)
 	lowest, highest := before, int32(0)
-	p = waitProfile(t, name, 3*time.Minute, "Healthy on the new revision", func(p *v1alpha1.NetTuningProfile) bool {
+	waitProfile(t, name, 3*time.Minute, "Healthy on the new revision", func(p *v1alpha1.NetTuningProfile) bool {
 		if p.Status.CurrentRevision != r2 {
 			t.Fatalf("the rollout moved to revision %s", p.Status.CurrentRevision)
 		}
@@ -221,7 +221,7 @@ func TestLokiFaults(t *testing.T) {
 			proxy := newLokiProxy(t)
 			proxy.mode.Store(c.mode)
 			a := latency(proxy.URL, 3, c.on)
-			put(t, name, spec(base+1, analysed(a)))
+			put(t, name, spec(base+1, judged(a)))
 			began := time.Now()
 			var r2 string
 			phase := v1alpha1.PhasePaused
