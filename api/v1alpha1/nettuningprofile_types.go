@@ -408,6 +408,7 @@ type AnalysisSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }} (no functions, pipelines or other fields; {{ and }} in pairs)"
 	Query string `json:"query,omitempty"`
 
 	// judge decides the analysis per host pair with a statistical test of
@@ -420,6 +421,7 @@ type AnalysisSpec struct {
 	// behind the value; below minSamples the measurement is Inconclusive.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }} (no functions, pipelines or other fields; {{ and }} in pairs)"
 	SamplesQuery *string `json:"samplesQuery,omitempty"`
 
 	// interval between measurements.
@@ -590,6 +592,7 @@ type JudgeSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
 	SlowQuery string `json:"slowQuery"`
 
 	// totalQuery is a template of an instant query returning, per host pair,
@@ -597,6 +600,7 @@ type JudgeSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
 	TotalQuery string `json:"totalQuery"`
 
 	// intervalQuery is a template of a range query returning, per host pair,
@@ -607,6 +611,7 @@ type JudgeSpec struct {
 	// baseline compare like with like whatever their sizes.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
 	IntervalQuery *string `json:"intervalQuery,omitempty"`
 
 	// step is the length of one interval of intervalQuery. The judge counts

@@ -300,6 +300,27 @@ rollout:
 rollout:
   canary: {count: 1}
   analyses: [{name: lat, provider: Loki, judge: {threshold: 0ms, slowQuery: s, totalQuery: t}}]`, "spec.rollout.analyses[0].judge.threshold", "must be a positive duration"},
+	// Query templates with the fields the renderer gives them.
+	{"query template with an unknown field", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: 'max(x{vehicle=~"{{ .Vehicle }}"})', maxValue: "20"}]`, "spec.rollout.analyses[0].query", "every {{ }} action of the template must be one of"},
+	{"query template calling a function", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: 'max(x{vehicle=~"{{ printf "%s" .Vehicles }}"})', maxValue: "20"}]`, "spec.rollout.analyses[0].query", "every {{ }} action of the template must be one of"},
+	{"query template with an unclosed action", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: 'max(x{vehicle=~"{{ .Vehicles"})', maxValue: "20"}]`, "spec.rollout.analyses[0].query", "every {{ }} action of the template must be one of"},
+	{"samples query with a judge-only field", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: 'max(x)', samplesQuery: 'sum(x[{{ .Step }}])', maxValue: "20"}]`, "spec.rollout.analyses[0].samplesQuery", "every {{ }} action of the template must be one of"},
+	{"judge slow query with a pipeline", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, judge: {threshold: 200ms, slowQuery: 'sum(x{revision="{{ .Revision | html }}"})', totalQuery: t}}]`, "spec.rollout.analyses[0].judge.slowQuery", "every {{ }} action of the template must be one of"},
 	// Every inherited TCP parameter against what it inherits.
 	{"host pair ssthresh above inherited cwnd", `
 defaults: {cwnd: {value: 30}}
