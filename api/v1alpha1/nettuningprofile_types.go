@@ -96,6 +96,16 @@ type NetTuningProfileSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	Priority int32 `json:"priority,omitempty"`
 
+	// switchBufferBytes is the packet buffer of the vehicle switch's ports
+	// (e.g. 131072 for the 128 KB of a Xavier's SJA1105), used only to warn
+	// at admission when a cwnd clamp lets one connection put more bytes in
+	// flight than a port can hold: an incast of that host pair then
+	// overflows the port. Nothing is applied from it.
+	// +optional
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=1073741824
+	SwitchBufferBytes *int64 `json:"switchBufferBytes,omitempty"`
+
 	// rollout says how a new revision of this profile reaches the fleet. Without
 	// it, every selected vehicle receives a new revision at once.
 	// +optional

@@ -432,6 +432,11 @@ func (in *NetTuningProfileSpec) DeepCopyInto(out *NetTuningProfileSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.SwitchBufferBytes != nil {
+		in, out := &in.SwitchBufferBytes, &out.SwitchBufferBytes
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Rollout != nil {
 		in, out := &in.Rollout, &out.Rollout
 		*out = new(RolloutSpec)

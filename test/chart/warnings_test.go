@@ -68,6 +68,23 @@ hostPairs: [{from: xavier-a, to: xavier-b, parameters: {rtoMin: 5ms, quickack: f
 		{"route-no-quickack", `routes: [{name: depot, destination: 10.20.0.0/16, parameters: {rtoMin: 8ms}}]` + rollout,
 			[]string{"spec.routes: depot: rtoMin below"}},
 		{"no-rollout", `defaults: {initcwnd: 10}`, []string{"spec.rollout is not set"}},
+		{"cwnd-within-buffer", `switchBufferBytes: 131072
+defaults: {cwnd: {value: 90}}
+hostPairs: [{from: xavier-a, to: xavier-b}]
+routes: [{name: depot, destination: 10.20.0.0/16, parameters: {cwnd: {value: 40}}}]` + rollout, nil},
+		{"cwnd-no-buffer-named", `defaults: {cwnd: {value: 500}}` + rollout, nil},
+		{"cwnd-beyond-buffer", `switchBufferBytes: 131072
+defaults: {cwnd: {value: 120}}` + rollout,
+			[]string{"spec.defaults.cwnd: 120 x MSS 1448 = 173760 bytes in flight exceeds the switch buffer of 131072 bytes"}},
+		{"pair-inherits-deep-cwnd", `switchBufferBytes: 131072
+defaults: {cwnd: {value: 30}}
+hostPairs: [{from: xavier-b, to: xavier-a, parameters: {cwnd: {value: 100}}}, {from: xavier-c, to: xavier-a}]
+routes: [{name: depot, destination: 10.20.0.0/16, parameters: {cwnd: {value: 95}}}]` + rollout,
+			[]string{"spec.hostPairs: xavier-b->xavier-a cwnd 100 x MSS 1448", "spec.routes: depot cwnd 95 x MSS 1448"}},
+		{"jumbo-mss", `switchBufferBytes: 131072
+defaults: {cwnd: {value: 20}}
+interfaces: [{name: lan0, mtu: 9000}]` + rollout,
+			[]string{"spec.defaults.cwnd: 20 x MSS 8948 = 178960 bytes"}},
 	}
 	// The policy takes effect once the API server has compiled it: wait for
 	// the first warning on a dry run.
