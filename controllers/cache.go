@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,10 +36,17 @@ import (
 // CacheOptions is the controller's informer cache: only its own revisions
 // and the agents' Leases in namespace, and every cached object trimmed to
 // what the controllers read (TrimForCache), so that memory grows with the
-// fleet by a few hundred bytes a node, not by whole Node objects.
-func CacheOptions(namespace string) cache.Options {
+// fleet by a few hundred bytes a node, not by whole Node objects. A failed
+// watch of the Leases makes live blind (Liveness.WatchErrorHandler); live
+// may be nil.
+func CacheOptions(namespace string, live *Liveness) cache.Options {
+	var onWatchError toolscache.WatchErrorHandlerWithContext
+	if live != nil {
+		onWatchError = live.WatchErrorHandler
+	}
 	return cache.Options{
-		DefaultTransform: TrimForCache,
+		DefaultTransform:         TrimForCache,
+		DefaultWatchErrorHandler: onWatchError,
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the controller's own revisions.
 			&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{namespace: {}}, Field: fields.Everything()},

@@ -18,11 +18,15 @@ package controllers
 
 import (
 	"context"
+	"io"
+	"reflect"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -50,29 +54,48 @@ import (
 // first listed: a node that died while no controller watched turns
 // Unreachable one unreachableAfter later (as the node lifecycle controller
 // treats kubelet leases).
+//
+// Time the controller cannot see does not count either: when its watch of
+// the Leases fails (the API server down or cut off), the controller is
+// blind, not the agents silent. From the watch's error until the Leases are
+// listed again (by the informer, or by Liveness itself every ProbeEvery
+// while blind, so as not to wait out the informer's back-off of up to a
+// minute) no node's silence grows; then a Lease whose resourceVersion moved
+// was renewed meanwhile (seen now), and one that did not move resumes its
+// silence where it stood when the watch failed.
 type Liveness struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Changes receives a profile to reconcile when a node it may select
 	// turned Unreachable or came back.
 	Changes chan event.GenericEvent
+	// List lists the agents' Leases from the API server (not the cache);
+	// while blind it is tried every ProbeEvery. Nil waits for the informer.
+	List func(ctx context.Context) ([]coordinationv1.Lease, error)
+	// ProbeEvery is how often List is tried while blind (2 s when 0).
+	ProbeEvery time.Duration
 
-	mu       sync.Mutex
-	seen     map[string]time.Time     // node -> when a renewal was observed
-	beats    map[string]time.Time     // node without a Lease -> its last status heartbeat read
-	after    map[string]time.Duration // profile -> its unreachableAfter
-	lastScan time.Time
-	wake     chan struct{}
+	mu         sync.Mutex
+	seen       map[string]time.Time     // node -> when a renewal was observed
+	versions   map[string]string        // node -> its Lease's resourceVersion when observed
+	beats      map[string]time.Time     // node without a Lease -> its last status heartbeat read
+	after      map[string]time.Duration // profile -> its unreachableAfter
+	blindSince time.Time                // when the Lease watch failed; zero when it works
+	blindTotal time.Duration            // every blind spell ended so far, for the report
+	probing    bool                     // List is tried until the informer delivers after a spell
+	lastScan   time.Time
+	wake       chan struct{}
 }
 
 // NewLiveness returns an empty Liveness.
 func NewLiveness() *Liveness {
 	return &Liveness{
 		Changes: make(chan event.GenericEvent, 64),
-		seen:    map[string]time.Time{},
-		beats:   map[string]time.Time{},
-		after:   map[string]time.Duration{},
-		wake:    make(chan struct{}, 1),
+		seen:     map[string]time.Time{},
+		versions: map[string]string{},
+		beats:    map[string]time.Time{},
+		after:    map[string]time.Duration{},
+		wake:     make(chan struct{}, 1),
 	}
 }
 
@@ -90,6 +113,11 @@ func (l *Liveness) now() time.Time {
 func (l *Liveness) LastSeen(node string, heartbeat time.Time) time.Time {
 	l.mu.Lock()
 	if t, ok := l.seen[node]; ok {
+		if !l.blindSince.IsZero() {
+			// The silence stands where it stood when the watch failed.
+			now := l.now()
+			t = earlier(t.Add(now.Sub(l.blindSince)), now)
+		}
 		l.mu.Unlock()
 		return t
 	}
@@ -134,6 +162,97 @@ func (l *Liveness) Untrack(profile string) {
 	l.mu.Unlock()
 }
 
+// Observed records node's Lease at resourceVersion version as the informer
+// delivered it: a version not seen before is a renewal (Renewed), the same
+// one again is not. It reports what Renewed reports.
+func (l *Liveness) Observed(node, version string) (cameBack bool) {
+	return l.observe(node, version, false)
+}
+
+func (l *Liveness) observe(node, version string, probed bool) (cameBack bool) {
+	l.mu.Lock()
+	if !probed {
+		switch {
+		case l.List == nil:
+			// No probe: the informer's first event ends a blind spell.
+			l.sightLocked(l.now())
+		case l.blindSince.IsZero():
+			// The probe ended the spell and the informer delivers
+			// again: it has caught up.
+			l.probing = false
+		}
+	}
+	if version != "" && l.versions[node] == version {
+		l.mu.Unlock()
+		return false
+	}
+	l.versions[node] = version
+	l.mu.Unlock()
+	return l.Renewed(node)
+}
+
+// Blind records that the controller's watch of the Leases failed now: until
+// the Leases are seen again no node's silence grows.
+func (l *Liveness) Blind() {
+	now := l.now()
+	l.mu.Lock()
+	if l.blindSince.IsZero() {
+		l.blindSince = now
+	}
+	l.probing = true
+	l.mu.Unlock()
+	l.nudge()
+}
+
+// IsBlind reports whether the watch of the Leases failed and the Leases
+// have not been seen since, and how long blind spells have lasted so far.
+func (l *Liveness) IsBlind() (blind bool, total time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total = l.blindTotal
+	if !l.blindSince.IsZero() {
+		total += l.now().Sub(l.blindSince)
+	}
+	return !l.blindSince.IsZero(), total
+}
+
+// sightLocked ends a blind spell at now: every node's last sighting moves
+// later by the spell's length, so its silence resumes where it stood.
+func (l *Liveness) sightLocked(now time.Time) {
+	if l.blindSince.IsZero() {
+		return
+	}
+	spell := now.Sub(l.blindSince)
+	for node, t := range l.seen {
+		l.seen[node] = earlier(t.Add(spell), now)
+	}
+	l.blindTotal += spell
+	l.blindSince = time.Time{}
+	// The scan must not count the spell as crossings.
+	l.lastScan = now
+	l.nudge()
+}
+
+// probe lists the Leases from the API server: a list ends a blind spell,
+// and its renewals count until the informer delivers again (its back-off
+// after an outage reaches a minute).
+func (l *Liveness) probe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	leases, err := l.List(ctx)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.sightLocked(l.now())
+	l.mu.Unlock()
+	for i := range leases {
+		if node := leaseNode(&leases[i]); node != "" {
+			l.observe(node, leases[i].ResourceVersion, true)
+		}
+	}
+}
+
 // Renewed records that node's Lease was observed renewed now. It reports
 // whether the node had been silent for at least the shortest tracked
 // unreachableAfter (it was Unreachable for some profile and came back).
@@ -158,6 +277,7 @@ func (l *Liveness) Renewed(node string) (cameBack bool) {
 func (l *Liveness) Forget(node string) {
 	l.mu.Lock()
 	delete(l.seen, node)
+	delete(l.versions, node)
 	l.mu.Unlock()
 }
 
@@ -183,6 +303,10 @@ func (l *Liveness) nudge() {
 func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.blindSince.IsZero() {
+		// Blind: nobody's silence grows, so nobody crosses.
+		return nil, time.Time{}
+	}
 	from := l.lastScan
 	l.lastScan = now
 	for profile, after := range l.after {
@@ -233,6 +357,17 @@ func (l *Liveness) Start(ctx context.Context) error {
 			// then on the planner's clock too.
 			wait = next.Sub(l.now()) + time.Second
 		}
+		l.mu.Lock()
+		probing := l.probing && l.List != nil
+		l.mu.Unlock()
+		if probing {
+			l.probe(ctx)
+			every := l.ProbeEvery
+			if every <= 0 {
+				every = 2 * time.Second
+			}
+			wait = min(wait, every)
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -261,18 +396,16 @@ func (r *ProfileReconciler) leaseHandler(l *Liveness) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if node := leaseNode(e.Object); node != "" {
-				l.Renewed(node)
+				l.Observed(node, e.Object.GetResourceVersion())
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			node := leaseNode(e.ObjectNew)
-			o, ok1 := e.ObjectOld.(*coordinationv1.Lease)
-			n, ok2 := e.ObjectNew.(*coordinationv1.Lease)
-			if node == "" || !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion {
+			if node == "" || e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
 				return
 			}
-			if l.Renewed(node) {
-				all.Generic(ctx, event.GenericEvent{Object: n}, q)
+			if l.Observed(node, e.ObjectNew.GetResourceVersion()) {
+				all.Generic(ctx, event.GenericEvent{Object: e.ObjectNew}, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -281,4 +414,27 @@ func (r *ProfileReconciler) leaseHandler(l *Liveness) handler.EventHandler {
 			}
 		},
 	}
+}
+
+// WatchErrorHandler makes l blind when the informer's watch of the agents'
+// Leases fails (a connection refused, reset or timed out: the API server
+// cannot be seen), after client-go's own handling (its log line). A watch
+// that ended normally or whose resourceVersion expired is relisted at once
+// and blinds nothing.
+func (l *Liveness) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	if r.TypeDescription() != leaseType || err == io.EOF || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	l.Blind()
+}
+
+// leaseType is how client-go's reflector names the Lease informer's type.
+var leaseType = reflect.TypeOf(&coordinationv1.Lease{}).String()
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

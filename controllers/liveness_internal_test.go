@@ -17,10 +17,17 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
+	"errors"
+	"io"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -141,5 +148,108 @@ func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
 	}
 	if pred.Update(refresh("old-agent", 30*time.Second)) {
 		t.Errorf("a routine 30 s heartbeat passed the predicate")
+	}
+}
+
+// While the controller's watch of the Leases fails, no node's silence
+// grows; a probe that lists the Leases ends the spell: a Lease whose
+// version moved was renewed, one that did not resumes its silence where it
+// stood. Without a probe the informer's next event ends it.
+func TestLivenessBlind(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	now := t0
+	lease := func(node, version string) coordinationv1.Lease {
+		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
+			Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
+	}
+	var listed []coordinationv1.Lease
+	listErr := errors.New("connection refused")
+	l := NewLiveness()
+	l.Now = func() time.Time { return now }
+	l.List = func(context.Context) ([]coordinationv1.Lease, error) { return listed, listErr }
+	l.lastScan = t0
+	l.Track("p", 10*time.Second)
+	l.Observed("alive", "1")
+	l.Observed("dead", "1")
+
+	now = t0.Add(5 * time.Second)
+	l.Blind()
+	now = t0.Add(2 * time.Minute)
+	if got, next := l.scan(now); len(got) != 0 || !next.IsZero() {
+		t.Fatalf("blind: scan woke %v, next %s; want nothing", got, next)
+	}
+	for _, n := range []string{"alive", "dead"} {
+		if seen := l.LastSeen(n, time.Time{}); now.Sub(seen) != 5*time.Second {
+			t.Errorf("blind for 115 s: %s silent %s, want the 5 s it had when the watch failed", n, now.Sub(seen))
+		}
+	}
+	// The API server still unreachable: the probe changes nothing.
+	l.probe(context.Background())
+	if blind, _ := l.IsBlind(); !blind {
+		t.Fatalf("a failed probe ended the blind spell")
+	}
+	// Back: alive renewed meanwhile, dead did not.
+	listed, listErr = []coordinationv1.Lease{lease("alive", "7"), lease("dead", "1")}, nil
+	l.probe(context.Background())
+	if blind, total := l.IsBlind(); blind || total != 115*time.Second {
+		t.Fatalf("after a listed probe: blind %v for %s, want false after 115s", blind, total)
+	}
+	if seen := l.LastSeen("alive", time.Time{}); !seen.Equal(now) {
+		t.Errorf("alive last seen %s before the probe, want now", now.Sub(seen))
+	}
+	if seen := l.LastSeen("dead", time.Time{}); now.Sub(seen) != 5*time.Second {
+		t.Errorf("dead silent %s after the spell, want 5s", now.Sub(seen))
+	}
+	if got, _ := l.scan(now); len(got) != 0 {
+		t.Errorf("the scan that ends the spell woke %v: the spell counted as silence", got)
+	}
+	now = now.Add(6 * time.Second)
+	if got, _ := l.scan(now); len(got) != 1 || got[0] != "p" {
+		t.Errorf("dead 11 s silent counting the time before the spell: woke %v, want p", got)
+	}
+	// The probe goes on until the informer delivers again.
+	if !l.probing {
+		t.Errorf("probing stopped before the informer delivered")
+	}
+	l.Observed("alive", "8")
+	if l.probing {
+		t.Errorf("probing goes on after the informer delivered")
+	}
+
+	// Without a probe, the informer's next event ends a spell.
+	m := NewLiveness()
+	m.Now = func() time.Time { return now }
+	m.Observed("a", "1")
+	m.Blind()
+	now = now.Add(time.Minute)
+	m.Observed("a", "2")
+	if blind, total := m.IsBlind(); blind || total != time.Minute {
+		t.Errorf("informer event: blind %v for %s, want false after 1m", blind, total)
+	}
+}
+
+// Only a failed watch of the Leases blinds: a normal end of the watch, an
+// expired resourceVersion or another type's failure does not.
+func TestLivenessWatchErrorHandler(t *testing.T) {
+	reflector := func(obj runtime.Object) *toolscache.Reflector {
+		return toolscache.NewReflectorWithOptions(&toolscache.ListWatch{}, obj, toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), toolscache.ReflectorOptions{})
+	}
+	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	for _, c := range []struct {
+		name  string
+		obj   runtime.Object
+		err   error
+		blind bool
+	}{
+		{"lease watch refused", &coordinationv1.Lease{}, refused, true},
+		{"lease watch ended", &coordinationv1.Lease{}, io.EOF, false},
+		{"lease version expired", &coordinationv1.Lease{}, apierrors.NewResourceExpired("too old"), false},
+		{"node watch refused", &v1alpha1.NodeNetTuning{}, refused, false},
+	} {
+		l := NewLiveness()
+		l.WatchErrorHandler(context.Background(), reflector(c.obj), c.err)
+		if blind, _ := l.IsBlind(); blind != c.blind {
+			t.Errorf("%s: blind %v, want %v", c.name, blind, c.blind)
+		}
 	}
 }

@@ -128,6 +128,9 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))
 	}
 	if r.Liveness != nil {
+		if r.Liveness.List == nil && r.APIReader != nil {
+			r.Liveness.List = r.listLeases
+		}
 		b = b.Watches(&coordinationv1.Lease{}, r.leaseHandler(r.Liveness)).
 			WatchesRawSource(source.Channel(r.Liveness.Changes, &handler.EnqueueRequestForObject{}))
 		if err := mgr.Add(r.Liveness); err != nil {
@@ -135,6 +138,14 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	return b.Complete(r)
+}
+
+// listLeases lists the agents' Leases from the API server, not the cache
+// (Liveness.List: the probe while the cache's watch is failing).
+func (r *ProfileReconciler) listLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
+	list := &coordinationv1.LeaseList{}
+	err := r.APIReader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases})
+	return list.Items, err
 }
 
 // Reconcile runs one planning round for a profile and patches its status once.

@@ -121,7 +121,19 @@ func TestAPIServerDown(t *testing.T) {
 	}
 	back := time.Now()
 	t.Logf("API server back after %s", round(back.Sub(cut)))
-	if r := healthy(t, name, 3*time.Minute); r != r2 {
+	// Every agent stayed alive through the outage: what the controller
+	// could not observe is no silence of theirs.
+	maxUnreachable := int32(0)
+	p := waitProfile(t, name, 3*time.Minute, "Healthy after the outage", func(p *v1alpha1.NetTuningProfile) bool {
+		if u := p.Status.Vehicles.Unreachable; u > maxUnreachable {
+			maxUnreachable = u
+			t.Errorf("%d vehicle(s) counted Unreachable %s after the API server returned (step %v, phase %s)",
+				u, round(time.Since(back)), p.Status.CurrentStep, p.Status.Phase)
+		}
+		return p.Status.ObservedGeneration == p.Generation && p.Status.Phase == v1alpha1.PhaseHealthy &&
+			p.Status.StableRevision != "" && p.Status.StableRevision == p.Status.CurrentRevision
+	})
+	if r := p.Status.StableRevision; r != r2 {
 		t.Fatalf("stable revision %s after the outage, want %s", r, r2)
 	}
 	waitFor(t, time.Minute, "every node on "+r2, func() bool { return converged(t, name, r2, 21) })
