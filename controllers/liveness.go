@@ -90,7 +90,7 @@ type Liveness struct {
 // NewLiveness returns an empty Liveness.
 func NewLiveness() *Liveness {
 	return &Liveness{
-		Changes: make(chan event.GenericEvent, 64),
+		Changes:  make(chan event.GenericEvent, 64),
 		seen:     map[string]time.Time{},
 		versions: map[string]string{},
 		beats:    map[string]time.Time{},
