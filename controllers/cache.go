@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,17 +35,10 @@ import (
 // CacheOptions is the controller's informer cache: only its own revisions
 // and the agents' Leases in namespace, and every cached object trimmed to
 // what the controllers read (TrimForCache), so that memory grows with the
-// fleet by a few hundred bytes a node, not by whole Node objects. A failed
-// watch of the Leases makes live blind (Liveness.WatchErrorHandler); live
-// may be nil.
-func CacheOptions(namespace string, live *Liveness) cache.Options {
-	var onWatchError toolscache.WatchErrorHandlerWithContext
-	if live != nil {
-		onWatchError = live.WatchErrorHandler
-	}
+// fleet by a few hundred bytes a node, not by whole Node objects.
+func CacheOptions(namespace string) cache.Options {
 	return cache.Options{
-		DefaultTransform:         TrimForCache,
-		DefaultWatchErrorHandler: onWatchError,
+		DefaultTransform: TrimForCache,
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the controller's own revisions.
 			&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{namespace: {}}, Field: fields.Everything()},

@@ -119,8 +119,7 @@ type controllerOptions struct {
 func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	t := e.t
 	t.Helper()
-	live := controllers.NewLiveness()
-	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS, live)}
+	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)}
 	if o.leaderElect {
 		lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
 		opts.LeaderElection = true
@@ -135,7 +134,7 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	base := controllers.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
 	rec := &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true, Liveness: live,
+		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
 		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
 			q, err := base(p, addr)
 			return timedQuerier{q: q, e: e}, err

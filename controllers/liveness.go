@@ -18,16 +18,13 @@ package controllers
 
 import (
 	"context"
-	"io"
-	"reflect"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -55,36 +52,43 @@ import (
 // Unreachable one unreachableAfter later (as the node lifecycle controller
 // treats kubelet leases).
 //
-// Time the controller cannot see does not count either: when its watch of
-// the Leases fails (the API server down or cut off), the controller is
-// blind, not the agents silent. From the watch's error until the Leases are
-// listed again (by the informer, or by Liveness itself every ProbeEvery
-// while blind, so as not to wait out the informer's back-off of up to a
-// minute) no node's silence grows; then a Lease whose resourceVersion moved
-// was renewed meanwhile (seen now), and one that did not move resumes its
-// silence where it stood when the watch failed.
+// Silence is counted only up to the moment the controller last knew the
+// Leases as they are (its view): the informer's last event, or the last
+// direct List. A watch that is cut off (the API server down, a connection
+// reset) delivers nothing and says nothing: client-go retries it for as long
+// as it takes, backing off to half a minute between tries, without an
+// error anyone can hook. So before the timer counts a node as crossing its
+// unreachableAfter it lists the Leases itself when its view is older than
+// that deadline: a list that succeeds makes the view current, and a Lease
+// whose resourceVersion moved since it was last observed was renewed; a
+// list that fails counts no silence and is tried again every ProbeEvery.
+// The API server the controller could not reach was out of reach of the
+// agents too: from the view before the failed list to the moment the
+// Leases are read again (a list, or the informer's next event) is a blind
+// spell that counts for no node, whose silence resumes where it stood.
 type Liveness struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Changes receives a profile to reconcile when a node it may select
 	// turned Unreachable or came back.
 	Changes chan event.GenericEvent
-	// List lists the agents' Leases from the API server (not the cache);
-	// while blind it is tried every ProbeEvery. Nil waits for the informer.
+	// List lists the agents' Leases from the API server (not the cache).
+	// Nil takes the informer's view as current at every moment.
 	List func(ctx context.Context) ([]coordinationv1.Lease, error)
-	// ProbeEvery is how often List is tried while blind (2 s when 0).
+	// ProbeEvery is how often List is tried again after it failed (2 s
+	// when 0).
 	ProbeEvery time.Duration
 
-	mu         sync.Mutex
-	seen       map[string]time.Time     // node -> when a renewal was observed
-	versions   map[string]string        // node -> its Lease's resourceVersion when observed
-	beats      map[string]time.Time     // node without a Lease -> its last status heartbeat read
-	after      map[string]time.Duration // profile -> its unreachableAfter
-	blindSince time.Time                // when the Lease watch failed; zero when it works
-	blindTotal time.Duration            // every blind spell ended so far, for the report
-	probing    bool                     // List is tried until the informer delivers after a spell
-	lastScan   time.Time
-	wake       chan struct{}
+	mu       sync.Mutex
+	seen     map[string]time.Time     // node -> when a renewal was observed
+	versions map[string]string        // node -> its Lease's resourceVersion when last observed
+	beats    map[string]time.Time     // node without a Lease -> its last status heartbeat read
+	after    map[string]time.Duration // profile -> its unreachableAfter
+	view     time.Time                // when the Leases were last known as they are
+	lastScan time.Time                // the view at the previous scan
+	failing  time.Time                // since when List fails (zero when it does not)
+	blind    time.Time                // the view when List began to fail: the blind spell's start
+	wake     chan struct{}
 }
 
 // NewLiveness returns an empty Liveness.
@@ -106,18 +110,25 @@ func (l *Liveness) now() time.Time {
 	return l.Now()
 }
 
+// viewLocked is the moment up to which silence is counted: now when there
+// is no List (the informer is taken as current), else the view.
+func (l *Liveness) viewLocked(now time.Time) time.Time {
+	if l.List == nil || l.view.IsZero() || l.view.After(now) {
+		return now
+	}
+	return l.view
+}
+
 // LastSeen is when node's agent was last seen: the last observed Lease
-// renewal, or heartbeat when its agent keeps no Lease. Such a heartbeat is
+// renewal (moved later by the time since the view, which counts as no
+// silence), or heartbeat when its agent keeps no Lease. Such a heartbeat is
 // remembered for the timer; it is as recent as the last reconcile that read
 // it, so the timer may wake a profile early, never late.
 func (l *Liveness) LastSeen(node string, heartbeat time.Time) time.Time {
 	l.mu.Lock()
 	if t, ok := l.seen[node]; ok {
-		if !l.blindSince.IsZero() {
-			// The silence stands where it stood when the watch failed.
-			now := l.now()
-			t = earlier(t.Add(now.Sub(l.blindSince)), now)
-		}
+		now := l.now()
+		t = t.Add(now.Sub(l.viewLocked(now)))
 		l.mu.Unlock()
 		return t
 	}
@@ -163,93 +174,75 @@ func (l *Liveness) Untrack(profile string) {
 }
 
 // Observed records node's Lease at resourceVersion version as the informer
-// delivered it: a version not seen before is a renewal (Renewed), the same
-// one again is not. It reports what Renewed reports.
+// delivered it: the view is current, and a version not observed before is a
+// renewal (Renewed). It reports what Renewed reports.
 func (l *Liveness) Observed(node, version string) (cameBack bool) {
-	return l.observe(node, version, false)
-}
-
-func (l *Liveness) observe(node, version string, probed bool) (cameBack bool) {
 	l.mu.Lock()
-	if !probed {
-		switch {
-		case l.List == nil:
-			// No probe: the informer's first event ends a blind spell.
-			l.sightLocked(l.now())
-		case l.blindSince.IsZero():
-			// The probe ended the spell and the informer delivers
-			// again: it has caught up.
-			l.probing = false
-		}
-	}
-	if version != "" && l.versions[node] == version {
-		l.mu.Unlock()
-		return false
-	}
+	l.view = l.now()
+	l.endSpellLocked(l.view)
+	known := version != "" && l.versions[node] == version
 	l.versions[node] = version
 	l.mu.Unlock()
+	if known {
+		return false
+	}
 	return l.Renewed(node)
 }
 
-// Blind records that the controller's watch of the Leases failed now: until
-// the Leases are seen again no node's silence grows.
-func (l *Liveness) Blind() {
-	now := l.now()
-	l.mu.Lock()
-	if l.blindSince.IsZero() {
-		l.blindSince = now
-	}
-	l.probing = true
-	l.mu.Unlock()
-	l.nudge()
-}
-
-// IsBlind reports whether the watch of the Leases failed and the Leases
-// have not been seen since, and how long blind spells have lasted so far.
-func (l *Liveness) IsBlind() (blind bool, total time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	total = l.blindTotal
-	if !l.blindSince.IsZero() {
-		total += l.now().Sub(l.blindSince)
-	}
-	return !l.blindSince.IsZero(), total
-}
-
-// sightLocked ends a blind spell at now: every node's last sighting moves
-// later by the spell's length, so its silence resumes where it stood.
-func (l *Liveness) sightLocked(now time.Time) {
-	if l.blindSince.IsZero() {
-		return
-	}
-	spell := now.Sub(l.blindSince)
-	for node, t := range l.seen {
-		l.seen[node] = earlier(t.Add(spell), now)
-	}
-	l.blindTotal += spell
-	l.blindSince = time.Time{}
-	// The scan must not count the spell as crossings.
-	l.lastScan = now
-	l.nudge()
-}
-
-// probe lists the Leases from the API server: a list ends a blind spell,
-// and its renewals count until the informer delivers again (its back-off
-// after an outage reaches a minute).
-func (l *Liveness) probe(ctx context.Context) {
+// probe lists the Leases from the API server: on success the view is
+// current and the Leases whose version moved were renewed. It reports
+// whether the list succeeded.
+func (l *Liveness) probe(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	leases, err := l.List(ctx)
-	if err != nil {
-		return
-	}
+	now := l.now()
 	l.mu.Lock()
-	l.sightLocked(l.now())
+	failing := l.failing
+	if err != nil {
+		if failing.IsZero() {
+			l.failing = now
+		}
+		if l.blind.IsZero() {
+			l.blind = l.viewLocked(now)
+		}
+		l.mu.Unlock()
+		if failing.IsZero() {
+			livenessLog.Info("cannot read the agents' Leases: no vehicle's silence counts until they are read", "error", err.Error())
+		}
+		return false
+	}
+	l.failing = time.Time{}
+	l.endSpellLocked(now)
 	l.mu.Unlock()
 	for i := range leases {
 		if node := leaseNode(&leases[i]); node != "" {
-			l.observe(node, leases[i].ResourceVersion, true)
+			l.Observed(node, leases[i].ResourceVersion)
 		}
+	}
+	l.mu.Lock()
+	l.view = now
+	l.mu.Unlock()
+	return true
+}
+
+// endSpellLocked ends a blind spell at now: every node's last sighting
+// moves later by the spell's length, so its silence resumes where it stood.
+func (l *Liveness) endSpellLocked(now time.Time) {
+	if l.blind.IsZero() {
+		return
+	}
+	spell := now.Sub(l.blind)
+	livenessLog.Info("the agents' Leases are read again: the time they could not be read counts for no vehicle", "blindFor", spell.Round(time.Millisecond).String())
+	for node, t := range l.seen {
+		if t = t.Add(spell); t.After(now) {
+			t = now
+		}
+		l.seen[node] = t
+	}
+	l.blind = time.Time{}
+	if l.lastScan.Before(now) {
+		l.lastScan = now
 	}
 }
 
@@ -260,7 +253,14 @@ func (l *Liveness) Renewed(node string) (cameBack bool) {
 	now := l.now()
 	l.mu.Lock()
 	prev, known := l.seen[node]
+	if known {
+		// The silence up to the view, as LastSeen counts it.
+		prev = prev.Add(now.Sub(l.viewLocked(now)))
+	}
 	l.seen[node] = now
+	if l.List != nil {
+		l.view = now
+	}
 	delete(l.beats, node)
 	shortest := l.shortestLocked()
 	l.mu.Unlock()
@@ -299,22 +299,23 @@ func (l *Liveness) nudge() {
 }
 
 // scan returns the profiles for which some node turned Unreachable since
-// the previous scan, and the next moment one can.
+// the previous scan (by the view), and the next moment one can: a moment
+// already past when the view is older than a node's deadline (a list must
+// make it current before that node counts as crossing).
 func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.blindSince.IsZero() {
-		// Blind: nobody's silence grows, so nobody crosses.
-		return nil, time.Time{}
-	}
+	view := l.viewLocked(now)
 	from := l.lastScan
-	l.lastScan = now
+	if view.After(from) {
+		l.lastScan = view
+	}
 	for profile, after := range l.after {
 		crossed := false
 		check := func(seen time.Time) {
 			at := seen.Add(after)
 			switch {
-			case at.After(now):
+			case at.After(view):
 				if next.IsZero() || at.Before(next) {
 					next = at
 				}
@@ -326,7 +327,17 @@ func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 			check(seen)
 		}
 		for _, beat := range l.beats {
-			check(beat)
+			// A status heartbeat is the vehicle's own time, read from the
+			// cache: judged on the controller's clock as before.
+			at := beat.Add(after)
+			switch {
+			case at.After(now):
+				if next.IsZero() || at.Before(next) {
+					next = at
+				}
+			case !crossed && at.After(from):
+				crossed = true
+			}
 		}
 		if crossed {
 			profiles = append(profiles, profile)
@@ -357,16 +368,15 @@ func (l *Liveness) Start(ctx context.Context) error {
 			// then on the planner's clock too.
 			wait = next.Sub(l.now()) + time.Second
 		}
-		l.mu.Lock()
-		probing := l.probing && l.List != nil
-		l.mu.Unlock()
-		if probing {
-			l.probe(ctx)
-			every := l.ProbeEvery
-			if every <= 0 {
-				every = 2 * time.Second
+		if l.List != nil && !next.IsZero() && !next.After(l.now()) {
+			// A deadline passed that the view is too old to judge.
+			if l.probe(ctx) {
+				continue
 			}
-			wait = min(wait, every)
+			wait = l.ProbeEvery
+			if wait <= 0 {
+				wait = 2 * time.Second
+			}
 		}
 		timer.Reset(wait)
 		select {
@@ -401,7 +411,7 @@ func (r *ProfileReconciler) leaseHandler(l *Liveness) handler.EventHandler {
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			node := leaseNode(e.ObjectNew)
-			if node == "" || e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+			if node == "" {
 				return
 			}
 			if l.Observed(node, e.ObjectNew.GetResourceVersion()) {
@@ -416,25 +426,4 @@ func (r *ProfileReconciler) leaseHandler(l *Liveness) handler.EventHandler {
 	}
 }
 
-// WatchErrorHandler makes l blind when the informer's watch of the agents'
-// Leases fails (a connection refused, reset or timed out: the API server
-// cannot be seen), after client-go's own handling (its log line). A watch
-// that ended normally or whose resourceVersion expired is relisted at once
-// and blinds nothing.
-func (l *Liveness) WatchErrorHandler(ctx context.Context, r *toolscache.Reflector, err error) {
-	toolscache.DefaultWatchErrorHandler(ctx, r, err)
-	if r.TypeDescription() != leaseType || err == io.EOF || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-		return
-	}
-	l.Blind()
-}
-
-// leaseType is how client-go's reflector names the Lease informer's type.
-var leaseType = reflect.TypeOf(&coordinationv1.Lease{}).String()
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
+var livenessLog = ctrl.Log.WithName("liveness")

@@ -19,15 +19,12 @@ package controllers
 import (
 	"context"
 	"errors"
-	"io"
+	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -151,11 +148,12 @@ func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
 	}
 }
 
-// While the controller's watch of the Leases fails, no node's silence
-// grows; a probe that lists the Leases ends the spell: a Lease whose
-// version moved was renewed, one that did not resumes its silence where it
-// stood. Without a probe the informer's next event ends it.
-func TestLivenessBlind(t *testing.T) {
+// Silence counts only up to the view: while the informer delivers nothing
+// (its watch cut off) no node's silence grows, and a deadline the view is
+// too old to judge needs a list of the Leases first: a failed list counts
+// nothing, a successful one makes the view current, renews the Leases whose
+// version moved, and the others resume their silence where it stood.
+func TestLivenessView(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	now := t0
 	lease := func(node, version string) coordinationv1.Lease {
@@ -164,92 +162,123 @@ func TestLivenessBlind(t *testing.T) {
 	}
 	var listed []coordinationv1.Lease
 	listErr := errors.New("connection refused")
+	lists := 0
 	l := NewLiveness()
 	l.Now = func() time.Time { return now }
-	l.List = func(context.Context) ([]coordinationv1.Lease, error) { return listed, listErr }
+	l.List = func(context.Context) ([]coordinationv1.Lease, error) { lists++; return listed, listErr }
 	l.lastScan = t0
 	l.Track("p", 10*time.Second)
 	l.Observed("alive", "1")
 	l.Observed("dead", "1")
 
+	// The informer goes quiet at t0+5s (the last event); two minutes pass.
 	now = t0.Add(5 * time.Second)
-	l.Blind()
+	l.Observed("alive", "1") // a relist: same version, no renewal
 	now = t0.Add(2 * time.Minute)
-	if got, next := l.scan(now); len(got) != 0 || !next.IsZero() {
-		t.Fatalf("blind: scan woke %v, next %s; want nothing", got, next)
-	}
 	for _, n := range []string{"alive", "dead"} {
 		if seen := l.LastSeen(n, time.Time{}); now.Sub(seen) != 5*time.Second {
-			t.Errorf("blind for 115 s: %s silent %s, want the 5 s it had when the watch failed", n, now.Sub(seen))
+			t.Errorf("informer quiet for 115 s: %s silent %s, want the 5 s it had at the last event", n, now.Sub(seen))
 		}
 	}
-	// The API server still unreachable: the probe changes nothing.
-	l.probe(context.Background())
-	if blind, _ := l.IsBlind(); !blind {
-		t.Fatalf("a failed probe ended the blind spell")
+	got, next := l.scan(now)
+	if len(got) != 0 {
+		t.Fatalf("scan with a stale view woke %v", got)
+	}
+	if next.After(now) {
+		t.Fatalf("next %s after now: the passed deadline t0+10s was not reported", next.Sub(t0))
+	}
+	// The API server still cut off: the list fails, nothing counts.
+	if l.probe(context.Background()) {
+		t.Fatalf("a failed list succeeded")
+	}
+	if got, _ := l.scan(now); len(got) != 0 {
+		t.Fatalf("after a failed list: woke %v", got)
 	}
 	// Back: alive renewed meanwhile, dead did not.
 	listed, listErr = []coordinationv1.Lease{lease("alive", "7"), lease("dead", "1")}, nil
-	l.probe(context.Background())
-	if blind, total := l.IsBlind(); blind || total != 115*time.Second {
-		t.Fatalf("after a listed probe: blind %v for %s, want false after 115s", blind, total)
+	if !l.probe(context.Background()) {
+		t.Fatalf("a successful list failed")
 	}
 	if seen := l.LastSeen("alive", time.Time{}); !seen.Equal(now) {
-		t.Errorf("alive last seen %s before the probe, want now", now.Sub(seen))
+		t.Errorf("alive last seen %s before the list, want now", now.Sub(seen))
 	}
 	if seen := l.LastSeen("dead", time.Time{}); now.Sub(seen) != 5*time.Second {
-		t.Errorf("dead silent %s after the spell, want 5s", now.Sub(seen))
+		t.Errorf("dead silent %s after the list, want 5s", now.Sub(seen))
 	}
 	if got, _ := l.scan(now); len(got) != 0 {
-		t.Errorf("the scan that ends the spell woke %v: the spell counted as silence", got)
+		t.Errorf("the scan after the list woke %v: the quiet time counted as silence", got)
 	}
 	now = now.Add(6 * time.Second)
+	l.Observed("alive", "8") // the informer delivers again
 	if got, _ := l.scan(now); len(got) != 1 || got[0] != "p" {
-		t.Errorf("dead 11 s silent counting the time before the spell: woke %v, want p", got)
+		t.Errorf("dead 11 s silent counting the time before the cut: woke %v, want p", got)
 	}
-	// The probe goes on until the informer delivers again.
-	if !l.probing {
-		t.Errorf("probing stopped before the informer delivered")
-	}
-	l.Observed("alive", "8")
-	if l.probing {
-		t.Errorf("probing goes on after the informer delivered")
+	if lists != 2 {
+		t.Errorf("%d lists, want 2 (one failed, one after the API server was back)", lists)
 	}
 
-	// Without a probe, the informer's next event ends a spell.
+	// A quiet fleet whose agents all stopped while the API server works:
+	// the list succeeds at once and shows them silent; nothing is forgiven.
 	m := NewLiveness()
 	m.Now = func() time.Time { return now }
+	m.List = func(context.Context) ([]coordinationv1.Lease, error) { return []coordinationv1.Lease{lease("a", "1")}, nil }
+	m.lastScan = now
+	m.Track("p", 10*time.Second)
 	m.Observed("a", "1")
-	m.Blind()
-	now = now.Add(time.Minute)
-	m.Observed("a", "2")
-	if blind, total := m.IsBlind(); blind || total != time.Minute {
-		t.Errorf("informer event: blind %v for %s, want false after 1m", blind, total)
+	now = now.Add(11 * time.Second)
+	if got, next := m.scan(now); len(got) != 0 || next.After(now) {
+		t.Fatalf("stale view: woke %v, next in %s; want nothing and a passed deadline", got, next.Sub(now))
+	}
+	if !m.probe(context.Background()) {
+		t.Fatalf("list failed")
+	}
+	if got, _ := m.scan(now); len(got) != 1 || got[0] != "p" {
+		t.Errorf("a stopped agent whose Lease a working API server shows unrenewed for 11 s: woke %v, want p", got)
 	}
 }
 
-// Only a failed watch of the Leases blinds: a normal end of the watch, an
-// expired resourceVersion or another type's failure does not.
-func TestLivenessWatchErrorHandler(t *testing.T) {
-	reflector := func(obj runtime.Object) *toolscache.Reflector {
-		return toolscache.NewReflectorWithOptions(&toolscache.ListWatch{}, obj, toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), toolscache.ReflectorOptions{})
-	}
-	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
-	for _, c := range []struct {
-		name  string
-		obj   runtime.Object
-		err   error
-		blind bool
-	}{
-		{"lease watch refused", &coordinationv1.Lease{}, refused, true},
-		{"lease watch ended", &coordinationv1.Lease{}, io.EOF, false},
-		{"lease version expired", &coordinationv1.Lease{}, apierrors.NewResourceExpired("too old"), false},
-		{"node watch refused", &v1alpha1.NodeNetTuning{}, refused, false},
-	} {
-		l := NewLiveness()
-		l.WatchErrorHandler(context.Background(), reflector(c.obj), c.err)
-		if blind, _ := l.IsBlind(); blind != c.blind {
-			t.Errorf("%s: blind %v, want %v", c.name, blind, c.blind)
+// The timer lists the Leases before counting a crossing its view cannot
+// judge, again every ProbeEvery while the list fails, and wakes the profile
+// once a list shows the node silent.
+func TestLivenessTimerProbes(t *testing.T) {
+	var mu sync.Mutex
+	fail := true
+	lists := 0
+	l := NewLiveness()
+	l.ProbeEvery = 50 * time.Millisecond
+	l.List = func(context.Context) ([]coordinationv1.Lease, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lists++
+		if fail {
+			return nil, errors.New("connection reset by peer")
 		}
+		return []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1",
+			Labels: map[string]string{v1alpha1.AgentLeaseLabel: "a"}}}}, nil
+	}
+	l.Track("p", 300*time.Millisecond)
+	l.Observed("a", "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Start(ctx) }()
+	select {
+	case e := <-l.Changes:
+		t.Fatalf("woke %s while the Leases could not be read", e.Object.GetName())
+	case <-time.After(2 * time.Second):
+	}
+	mu.Lock()
+	failed := lists
+	fail = false
+	mu.Unlock()
+	if failed < 5 {
+		t.Errorf("%d lists in 700 ms of failing lists every 50 ms", failed)
+	}
+	select {
+	case e := <-l.Changes:
+		if e.Object.GetName() != "p" {
+			t.Errorf("woke %s, want p", e.Object.GetName())
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("a node silent past unreachableAfter by a successful list did not wake its profile")
 	}
 }

@@ -53,7 +53,7 @@ import (
 func (e *fleetEnv) startRenderer() *controllers.RenderReports {
 	t := e.t
 	t.Helper()
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS, nil)})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func editNode(t *testing.T, e *fleetEnv, name string, f func(*corev1.Node)) {
 func TestStatusConflictAnnouncesOnce(t *testing.T) {
 	e := startCluster(t)
 	e.addVehicles("xavier", "av-01", "av-02")
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS, nil)})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,8 +147,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	// The agents' liveness, made blind by a failing watch of their Leases.
-	live := controllers.NewLiveness()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        s,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -158,7 +156,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:              "nettune-controller.nettune.io",
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(o.Namespace, live),
+		Cache:                         controllers.CacheOptions(o.Namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -173,7 +171,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
-		Liveness: live,
 	}
 	shipper, err := newEventShipper(o, metrics.Registry, ctrl.Log.WithName("loki"))
 	if err != nil {
