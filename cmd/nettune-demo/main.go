@@ -23,6 +23,7 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -189,6 +190,44 @@ func (d *demo) sh(name string, args ...string) error {
 	return cmd.Run()
 }
 
+// installWarnings installs the chart's admission warnings for risky but
+// legal profiles (a ValidatingAdmissionPolicy with the Warn action), rendered
+// from the chart, and waits until the API server applies them: kubectl then
+// prints "Warning: ..." when a profile below is risky.
+func (d *demo) installWarnings() error {
+	d.section("admission warnings: the chart's policy for risky but legal profiles")
+	fmt.Fprintf(d.out, "\n$ helm template nettune charts/nettune --show-only templates/profile-warnings.yaml | kubectl apply -f -\n")
+	render := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "helm"), "template", "nettune", filepath.Join(d.root, "charts", "nettune"),
+		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml")
+	manifest, err := render.Output()
+	if err != nil {
+		return fmt.Errorf("rendering the chart's profile warnings: %w", err)
+	}
+	apply := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), "apply", "-f", "-")
+	apply.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
+	apply.Stdin, apply.Stdout, apply.Stderr = bytes.NewReader(manifest), d.out, d.out
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("installing the profile warnings: %w", err)
+	}
+	// The API server compiles a new policy in the background: a server-side
+	// dry run of a profile without a rollout warns once it is in force.
+	probe := filepath.Join(d.root, "config", "samples", "demo", "01-xavier-lan-v1.yaml")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dry := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), "apply", "--dry-run=server", "-f", probe)
+		dry.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
+		out, err := dry.CombinedOutput()
+		if err == nil && strings.Contains(string(out), "Warning:") {
+			fmt.Fprintln(d.out, "    the policy is in force")
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the profile warnings were not in force after 30 s: %s", out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func (d *demo) profile() (*v1alpha1.NetTuningProfile, error) {
 	p := &v1alpha1.NetTuningProfile{}
 	err := d.f.CP.Client.Get(d.ctx, client.ObjectKey{Name: profile}, p)
@@ -265,6 +304,10 @@ func or(s, def string) string {
 
 func (d *demo) walkthrough(o options) error {
 	samples := filepath.Join("config", "samples", "demo")
+
+	if err := d.installWarnings(); err != nil {
+		return err
+	}
 
 	d.section("stage 1: the earlier 40/30 profile as the stable revision, every vehicle at once")
 	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "01-xavier-lan-v1.yaml")); err != nil {
