@@ -191,8 +191,10 @@ func (l *Liveness) Observed(node, version string) (cameBack bool) {
 
 // probe lists the Leases from the API server: on success the view is
 // current and the Leases whose version moved were renewed. It reports
-// whether the list succeeded.
-func (l *Liveness) probe(ctx context.Context) bool {
+// whether the list succeeded, and whether a node it shows renewed came back
+// after a silence (the informer, delivering the same version later, will
+// not say so).
+func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	leases, err := l.List(ctx)
@@ -210,20 +212,22 @@ func (l *Liveness) probe(ctx context.Context) bool {
 		if failing.IsZero() {
 			livenessLog.Info("cannot read the agents' Leases: no vehicle's silence counts until they are read", "error", err.Error())
 		}
-		return false
+		return false, false
 	}
 	l.failing = time.Time{}
 	l.endSpellLocked(now)
 	l.mu.Unlock()
 	for i := range leases {
 		if node := leaseNode(&leases[i]); node != "" {
-			l.Observed(node, leases[i].ResourceVersion)
+			if l.Observed(node, leases[i].ResourceVersion) {
+				cameBack = true
+			}
 		}
 	}
 	l.mu.Lock()
 	l.view = now
 	l.mu.Unlock()
-	return true
+	return true, cameBack
 }
 
 // endSpellLocked ends a blind spell at now: every node's last sighting
@@ -370,7 +374,11 @@ func (l *Liveness) Start(ctx context.Context) error {
 		}
 		if l.List != nil && !next.IsZero() && !next.After(l.now()) {
 			// A deadline passed that the view is too old to judge.
-			if l.probe(ctx) {
+			ok, cameBack := l.probe(ctx)
+			if cameBack && !l.wakeAll(ctx) {
+				return nil
+			}
+			if ok {
 				continue
 			}
 			wait = l.ProbeEvery
@@ -392,6 +400,25 @@ func (l *Liveness) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// wakeAll sends every tracked profile to Changes (a node came back); false
+// when ctx ended.
+func (l *Liveness) wakeAll(ctx context.Context) bool {
+	l.mu.Lock()
+	profiles := make([]string, 0, len(l.after))
+	for p := range l.after {
+		profiles = append(profiles, p)
+	}
+	l.mu.Unlock()
+	for _, p := range profiles {
+		select {
+		case l.Changes <- event.GenericEvent{Object: &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: p}}}:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // leaseNode is the node an agent Lease speaks for ("" for other Leases).

@@ -188,7 +188,7 @@ func TestLivenessView(t *testing.T) {
 		t.Fatalf("next %s after now: the passed deadline t0+10s was not reported", next.Sub(t0))
 	}
 	// The API server still cut off: the list fails, nothing counts.
-	if l.probe(context.Background()) {
+	if ok, _ := l.probe(context.Background()); ok {
 		t.Fatalf("a failed list succeeded")
 	}
 	if got, _ := l.scan(now); len(got) != 0 {
@@ -196,8 +196,8 @@ func TestLivenessView(t *testing.T) {
 	}
 	// Back: alive renewed meanwhile, dead did not.
 	listed, listErr = []coordinationv1.Lease{lease("alive", "7"), lease("dead", "1")}, nil
-	if !l.probe(context.Background()) {
-		t.Fatalf("a successful list failed")
+	if ok, back := l.probe(context.Background()); !ok || back {
+		t.Fatalf("a successful list: ok %v, came back %v (alive was silent 5 s of 10)", ok, back)
 	}
 	if seen := l.LastSeen("alive", time.Time{}); !seen.Equal(now) {
 		t.Errorf("alive last seen %s before the list, want now", now.Sub(seen))
@@ -221,7 +221,9 @@ func TestLivenessView(t *testing.T) {
 	// the list succeeds at once and shows them silent; nothing is forgiven.
 	m := NewLiveness()
 	m.Now = func() time.Time { return now }
-	m.List = func(context.Context) ([]coordinationv1.Lease, error) { return []coordinationv1.Lease{lease("a", "1")}, nil }
+	m.List = func(context.Context) ([]coordinationv1.Lease, error) {
+		return []coordinationv1.Lease{lease("a", "1")}, nil
+	}
 	m.lastScan = now
 	m.Track("p", 10*time.Second)
 	m.Observed("a", "1")
@@ -229,7 +231,7 @@ func TestLivenessView(t *testing.T) {
 	if got, next := m.scan(now); len(got) != 0 || next.After(now) {
 		t.Fatalf("stale view: woke %v, next in %s; want nothing and a passed deadline", got, next.Sub(now))
 	}
-	if !m.probe(context.Background()) {
+	if ok, _ := m.probe(context.Background()); !ok {
 		t.Fatalf("list failed")
 	}
 	if got, _ := m.scan(now); len(got) != 1 || got[0] != "p" {
@@ -242,7 +244,7 @@ func TestLivenessView(t *testing.T) {
 // once a list shows the node silent.
 func TestLivenessTimerProbes(t *testing.T) {
 	var mu sync.Mutex
-	fail := true
+	fail, renewed := true, false
 	lists := 0
 	l := NewLiveness()
 	l.ProbeEvery = 50 * time.Millisecond
@@ -253,8 +255,14 @@ func TestLivenessTimerProbes(t *testing.T) {
 		if fail {
 			return nil, errors.New("connection reset by peer")
 		}
-		return []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1",
-			Labels: map[string]string{v1alpha1.AgentLeaseLabel: "a"}}}}, nil
+		lease := func(node, version string) coordinationv1.Lease {
+			return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
+				Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
+		}
+		if renewed {
+			return []coordinationv1.Lease{lease("a", "2"), lease("b", "2")}, nil
+		}
+		return []coordinationv1.Lease{lease("a", "1")}, nil
 	}
 	l.Track("p", 300*time.Millisecond)
 	l.Observed("a", "1")
@@ -280,5 +288,21 @@ func TestLivenessTimerProbes(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatalf("a node silent past unreachableAfter by a successful list did not wake its profile")
+	}
+	// a renews, and so does a node b the informer delivered once; then the
+	// informer is quiet. At b's deadline the timer lists the Leases: b was
+	// renewed (no crossing) and a came back, which wakes the profile (the
+	// informer delivering a's version later would not say so).
+	mu.Lock()
+	renewed = true
+	mu.Unlock()
+	l.Observed("b", "1")
+	select {
+	case e := <-l.Changes:
+		if e.Object.GetName() != "p" {
+			t.Errorf("woke %s, want p", e.Object.GetName())
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("a node a list shows renewed after its silence did not wake its profile")
 	}
 }
