@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -260,7 +261,9 @@ func TestLivenessTimerProbes(t *testing.T) {
 				Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
 		}
 		if renewed {
-			return []coordinationv1.Lease{lease("a", "2"), lease("b", "2")}, nil
+			// Renewing: a new version at every list.
+			v := fmt.Sprint(lists)
+			return []coordinationv1.Lease{lease("a", v), lease("b", v)}, nil
 		}
 		return []coordinationv1.Lease{lease("a", "1")}, nil
 	}
