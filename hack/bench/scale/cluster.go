@@ -216,7 +216,7 @@ func freePort() (int, error) {
 
 // startController starts the real controller binary against the kubeconfig,
 // its output into logPath.
-func startController(bin, kubeconfig, logPath string, pprof bool) (*controllerProc, error) {
+func startController(bin, kubeconfig, logPath string, pprof bool, env []string) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func startController(bin, kubeconfig, logPath string, pprof bool) (*controllerPr
 		return nil, fmt.Errorf("creating controller log: %w", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), env...), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

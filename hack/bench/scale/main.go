@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,9 @@ const (
 	modeLease  = "lease"
 	modeStatus = "status"
 )
+
+// scenarioNames are the scenarios in the order they run, as -last names them.
+var scenarioNames = []string{"all-at-once", "staged", "rollback", "idle"}
 
 // config is the benchmark's flags.
 type config struct {
@@ -57,6 +61,10 @@ type config struct {
 	stateDir   string
 	out        string
 	profile    time.Duration // CPU profiles of the controller and kube-apiserver per scenario (0 = none)
+	heap       bool          // heap profiles of the controller at its RSS peak and at the end of each scenario
+	last       string        // the last scenario to run (the later ones are not run)
+	controller string        // the controller binary ("" = bin/nettune-controller)
+	ctrlEnv    []string      // extra environment of the controller (KEY=VALUE)
 	command    string        // the command line as run, for the report
 }
 
@@ -92,11 +100,23 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.progress, "progress", 5*time.Second, "period of the progress lines")
 	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
 	fs.DurationVar(&c.profile, "profile", 0, "take CPU profiles this long of the controller and kube-apiserver at the start of each scenario, into the state directory (0 = none)")
+	fs.BoolVar(&c.heap, "heap", false, "take heap profiles of the controller (/debug/pprof/heap) into the state directory: per scenario one at the highest RSS seen (sampled every second) and one at its end")
+	fs.StringVar(&c.last, "last", "idle", "the last scenario to run: all-at-once, staged, rollback or idle (the later ones are reported as not run)")
+	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
+	ctrlEnv := fs.String("controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOGC=50)")
 	fs.StringVar(&c.out, "out", "docs/bench-scale.md", "report, relative to the repository root (\"\" = none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	var err error
+	if *ctrlEnv != "" {
+		for _, kv := range strings.Split(*ctrlEnv, ",") {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return c, fmt.Errorf("-controller-env: %q is not KEY=VALUE", kv)
+			}
+			c.ctrlEnv = append(c.ctrlEnv, kv)
+		}
+	}
 	if c.sizes, err = parseSizes(*sizes); err != nil {
 		return c, err
 	}
@@ -114,6 +134,9 @@ func parseFlags(args []string) (config, error) {
 		if n/c.hosts < 3 {
 			return c, fmt.Errorf("-sizes %d: needs at least 3 vehicles of %d hosts", n, c.hosts)
 		}
+	}
+	if !slices.Contains(scenarioNames, c.last) {
+		return c, fmt.Errorf("-last %q: one of %s", c.last, strings.Join(scenarioNames, ", "))
 	}
 	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 {
 		return c, errors.New("-agent-workers, -idle, -max-wait and -progress must be positive")

@@ -28,15 +28,22 @@ import (
 )
 
 // profiler takes CPU profiles of the controller and the kube-apiserver at
-// the start of each scenario (-profile), for `go tool pprof`.
+// the start of each scenario (-profile) and heap profiles of the controller
+// during each scenario (-heap), for `go tool pprof`.
 type profiler struct {
 	dir        string
-	length     time.Duration
-	api        *http.Client // authenticated to the kube-apiserver
+	length     time.Duration // CPU profiles' length (0 = none)
+	heap       bool          // heap profiles
+	pid        int           // the controller's
+	api        *http.Client  // authenticated to the kube-apiserver
 	apiHost    string
 	controller string // the controller's /debug/pprof base
 	say        func(string, ...any)
 	wg         sync.WaitGroup
+	// stopHeap ends the current scenario's heap sampler; heapDone is
+	// closed once it returned.
+	stopHeap context.CancelFunc
+	heapDone chan struct{}
 }
 
 // start begins both profiles of the scenario named name; a nil profiler
@@ -46,6 +53,17 @@ func (p *profiler) start(ctx context.Context, name string) {
 		return
 	}
 	slug := strings.ReplaceAll(name, " ", "-")
+	if p.heap {
+		hctx, cancel := context.WithCancel(ctx)
+		p.stopHeap, p.heapDone = cancel, make(chan struct{})
+		go func() {
+			defer close(p.heapDone)
+			p.sampleHeap(hctx, slug)
+		}()
+	}
+	if p.length <= 0 {
+		return
+	}
 	q := fmt.Sprintf("/profile?seconds=%d", int(p.length.Seconds()))
 	for _, t := range []struct {
 		who string
@@ -68,6 +86,75 @@ func (p *profiler) start(ctx context.Context, name string) {
 			p.say("CPU profile of %s during %q: %s", t.who, name, path)
 		}()
 	}
+}
+
+// sampleHeap reads the controller's RSS every second until ctx ends and
+// takes a heap profile whenever it is 5 % above the highest seen so far in
+// the scenario (slug-controller-heap-peak.pprof, the RSS in its name's
+// companion .txt).
+func (p *profiler) sampleHeap(ctx context.Context, slug string) {
+	var peak int64
+	path := filepath.Join(p.dir, slug+"-controller-heap-peak.pprof")
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if u, err := readProc(p.pid); err == nil && u.rss > peak+peak/20 {
+			if err := p.heapProfile(ctx, path); err == nil {
+				peak = u.rss
+				_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", fmt.Appendf(nil, "RSS %d MiB when taken (%s)\n%s", u.rss>>20, time.Now().UTC().Format(time.RFC3339), p.memStats(ctx)), 0o644)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if peak > 0 {
+				p.say("heap profile of the controller at its highest RSS in %q (%d MiB): %s", slug, peak>>20, path)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// memStats is the controller's runtime.MemStats as /debug/pprof/heap?debug=1
+// prints them ("" when unreadable).
+func (p *profiler) memStats(ctx context.Context) string {
+	body, err := fetchWithin(ctx, http.DefaultClient, p.controller+"/heap?debug=1", time.Minute)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(body), "# runtime.MemStats"); i >= 0 {
+		return string(body[i:])
+	}
+	return ""
+}
+
+// heapProfile writes the controller's heap profile into path.
+func (p *profiler) heapProfile(ctx context.Context, path string) error {
+	body, err := fetchWithin(ctx, http.DefaultClient, p.controller+"/heap", time.Minute)
+	if err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	return err
+}
+
+// end stops the scenario's heap sampler and takes a heap profile of the
+// controller at the scenario's end (slug-controller-heap-end.pprof).
+func (p *profiler) end(ctx context.Context, name string) {
+	if p == nil || !p.heap {
+		return
+	}
+	p.stopHeap()
+	<-p.heapDone
+	slug := strings.ReplaceAll(name, " ", "-")
+	path := filepath.Join(p.dir, slug+"-controller-heap-end.pprof")
+	if err := p.heapProfile(ctx, path); err != nil {
+		p.say("heap profile of the controller: %v", err)
+		return
+	}
+	if u, err := readProc(p.pid); err == nil {
+		_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", fmt.Appendf(nil, "RSS %d MiB, peak %d MiB when taken (%s)\n%s", u.rss>>20, u.hwm>>20, time.Now().UTC().Format(time.RFC3339), p.memStats(ctx)), 0o644)
+	}
+	p.say("heap profile of the controller at the end of %q: %s", name, path)
 }
 
 // wait returns once every profile is written.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,11 @@ func prepare(c config) (environment, error) {
 	}
 	env.root = root
 	env.controller = filepath.Join(root, "bin", "nettune-controller")
+	if c.controller != "" {
+		if env.controller, err = filepath.Abs(c.controller); err != nil {
+			return env, err
+		}
+	}
 	for _, b := range []string{env.controller, filepath.Join(root, "bin", "kube-apiserver"), filepath.Join(root, "bin", "etcd")} {
 		if _, err := os.Stat(b); err != nil {
 			return env, fmt.Errorf("%s: run 'make tools build' first: %w", b, err)
@@ -169,7 +175,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	r.created = time.Since(t)
 	say("%d nodes created in %s", r.nodes, round(r.created))
 
-	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"), c.profile > 0)
+	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"), c.profile > 0 || c.heap, c.ctrlEnv)
 	if err != nil {
 		return err
 	}
@@ -201,8 +207,8 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 
 	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
 	var prof *profiler
-	if c.profile > 0 {
-		prof = &profiler{dir: dir, length: c.profile, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
+	if c.profile > 0 || c.heap {
+		prof = &profiler{dir: dir, length: c.profile, heap: c.heap, pid: ctrl.pid, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
 	}
 	err = scenarios(ctx, b, m, r, prof)
 	prof.wait()
@@ -267,17 +273,19 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profile
 		a := m.read(ctx)
 		prof.start(ctx, s.name)
 		out, err := s.run(ctx)
+		prof.end(ctx, s.name)
 		*s.into = out
 		r.phases = append(r.phases, m.phase(s.name, a, m.read(ctx)))
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
-		if !out.done {
+		if !out.done || strings.ReplaceAll(s.name, " ", "-") == b.c.last {
 			return nil
 		}
 	}
 	prof.start(ctx, "idle")
 	idle, err := b.idle(ctx, m)
+	prof.end(ctx, "idle")
 	if err != nil {
 		return fmt.Errorf("idle: %w", err)
 	}
