@@ -133,8 +133,11 @@ func (r *NodeRenderer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
+	// The cache's own profiles, read only: a deep copy per node of every
+	// profile's status.assignments (every vehicle's name) was most of the
+	// renderer's allocations.
 	profiles := &v1alpha1.NetTuningProfileList{}
-	if err := r.List(ctx, profiles); err != nil {
+	if err := r.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list profiles: %w", err)
 	}
 	inputs, pending, err := r.inputs(ctx, node, nnt, profiles.Items)
@@ -365,7 +368,7 @@ func renderedNodePredicate() predicate.Predicate {
 func (r *NodeRenderer) vehiclePeers() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		profiles := &v1alpha1.NetTuningProfileList{}
-		if err := r.List(ctx, profiles); err != nil {
+		if err := r.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // read only
 			log.FromContext(ctx).Error(err, "list profiles")
 			return
 		}

@@ -42,10 +42,20 @@ type RenderReports struct {
 	Changes chan event.GenericEvent
 }
 
-// nodeFindings is one node's findings, per profile.
+// nodeFindings is one node's findings. It is kept for every node, so a
+// warning is stored once, not once per profile.
 type nodeFindings struct {
-	conflicts map[string][]string // profile -> "kind item on node with others"
-	warnings  map[string][]string // profile -> "node: warning"
+	conflicts map[string][]string // profile -> "kind item on node with others" (nil: none)
+	warnings  []string            // "node: warning", concerning every profile in profiles
+	profiles  []string            // the profiles rendered on the node (nil without warnings)
+}
+
+// warningsFor are the node's warnings concerning profile.
+func (f nodeFindings) warningsFor(profile string) []string {
+	if len(f.warnings) == 0 || !slices.Contains(f.profiles, profile) {
+		return nil
+	}
+	return f.warnings
 }
 
 // NewRenderReports returns an empty registry.
@@ -57,15 +67,20 @@ func NewRenderReports() *RenderReports {
 // a conflict concerns the profiles it names, a warning every profile
 // rendered on the node.
 func findingsOf(node string, profiles []string, res render.Result) nodeFindings {
-	f := nodeFindings{conflicts: map[string][]string{}, warnings: map[string][]string{}}
+	var f nodeFindings
 	for _, c := range res.Conflicts {
 		for _, p := range c.Profiles {
+			if f.conflicts == nil {
+				f.conflicts = map[string][]string{}
+			}
 			f.conflicts[p] = append(f.conflicts[p], fmt.Sprintf("%s %s on %s with %s", c.Kind, c.Item, node, strings.Join(without(c.Profiles, p), ", ")))
 		}
 	}
-	for _, w := range res.Warnings {
-		for _, p := range profiles {
-			f.warnings[p] = append(f.warnings[p], node+": "+w)
+	if len(res.Warnings) > 0 && len(profiles) > 0 {
+		f.profiles = profiles
+		f.warnings = make([]string, len(res.Warnings))
+		for i, w := range res.Warnings {
+			f.warnings[i] = node + ": " + w
 		}
 	}
 	return f
@@ -97,8 +112,13 @@ func (r *RenderReports) set(node string, f *nodeFindings) []string {
 		}
 		diff(old.conflicts, next.conflicts)
 		diff(next.conflicts, old.conflicts)
-		diff(old.warnings, next.warnings)
-		diff(next.warnings, old.warnings)
+		for _, ps := range [][]string{old.profiles, next.profiles} {
+			for _, p := range ps {
+				if !slices.Equal(old.warningsFor(p), next.warningsFor(p)) {
+					changed[p] = true
+				}
+			}
+		}
 	}
 	return slices.Sorted(maps.Keys(changed))
 }
@@ -118,7 +138,7 @@ func (r *RenderReports) For(profile string) (conflicts, warnings []string) {
 	defer r.mu.Unlock()
 	for _, f := range r.byNode {
 		conflicts = append(conflicts, f.conflicts[profile]...)
-		warnings = append(warnings, f.warnings[profile]...)
+		warnings = append(warnings, f.warningsFor(profile)...)
 	}
 	slices.Sort(conflicts)
 	slices.Sort(warnings)

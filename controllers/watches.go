@@ -37,8 +37,10 @@ import (
 // any profile's rollout (vehicle membership, verification, conflicts).
 func (r *ProfileReconciler) allProfiles() handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		// Only the names are read: no deep copy of every profile (with
+		// its status.assignments of every vehicle) per event.
 		list := &v1alpha1.NetTuningProfileList{}
-		if err := r.List(ctx, list); err != nil {
+		if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(list.Items))

@@ -121,12 +121,20 @@ type Fleet struct {
 	// Unlabelled are the nodes the selector matched that name no vehicle,
 	// sorted.
 	Unlabelled []string
-	// vehicle by node name.
-	byNode map[string]string
 }
 
 // Select groups the nodes p selects into vehicles.
 func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
+	ptrs := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		ptrs[i] = &nodes[i]
+	}
+	return SelectNodes(p, ptrs)
+}
+
+// SelectNodes is Select of nodes by pointer; the fleet keeps the pointers
+// (the controller passes the informer cache's own objects, read only).
+func SelectNodes(p *v1alpha1.NetTuningProfile, nodes []*corev1.Node) (*Fleet, error) {
 	sel, vehicleLabel, err := Selection(p)
 	if err != nil {
 		return nil, err
@@ -135,10 +143,8 @@ func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
 		VehicleLabel:  vehicleLabel,
 		HardwareLabel: p.Spec.GetHardwareLabel(),
 		Vehicles:      map[string][]*corev1.Node{},
-		byNode:        map[string]string{},
 	}
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
@@ -148,7 +154,6 @@ func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
 			continue
 		}
 		f.Vehicles[v] = append(f.Vehicles[v], n)
-		f.byNode[n.Name] = v
 	}
 	for _, ns := range f.Vehicles {
 		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
@@ -158,7 +163,18 @@ func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
 }
 
 // VehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
-func (f *Fleet) VehicleOf(node string) string { return f.byNode[node] }
+// It searches every vehicle: the planner never asks, and an index by node
+// name was a map of the whole fleet built on every reconcile.
+func (f *Fleet) VehicleOf(node string) string {
+	for v, nodes := range f.Vehicles {
+		for _, n := range nodes {
+			if n.Name == node {
+				return v
+			}
+		}
+	}
+	return ""
+}
 
 // Liveness says when a node's agent was last seen alive. heartbeat is the
 // node's status.lastHeartbeatTime (zero when none), for a node with no
@@ -172,6 +188,12 @@ type Liveness interface {
 // reported). live says when each node was last seen; nil takes the status
 // heartbeat.
 func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning, live Liveness) []planner.Vehicle {
+	return f.ObserveWith(profile, func(node string) *v1alpha1.NodeNetTuning { return nnts[node] }, live)
+}
+
+// ObserveWith is Observe with the NodeNetTunings looked up by nnt (a
+// node's, read only; nil for a node that has not reported).
+func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.NodeNetTuning, live Liveness) []planner.Vehicle {
 	out := make([]planner.Vehicle, 0, len(f.Vehicles))
 	for name, nodes := range f.Vehicles {
 		v := planner.Vehicle{Name: name, Verified: true, Nodes: len(nodes)}
@@ -193,17 +215,17 @@ func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning,
 					}
 				}
 			}
-			nnt := nnts[n.Name]
+			nt := nnt(n.Name)
 			assigned := ""
-			if nnt != nil {
-				assigned = AssignedRevision(nnt, profile)
+			if nt != nil {
+				assigned = AssignedRevision(nt, profile)
 			}
 			if i == 0 {
 				v.Assigned = assigned
 			} else if assigned != v.Assigned {
 				v.Mixed = true
 			}
-			verified, failed, seen := NodeReport(nnt)
+			verified, failed, seen := NodeReport(nt)
 			if live != nil {
 				seen = live.LastSeen(n.Name, seen)
 			}
