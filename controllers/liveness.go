@@ -316,10 +316,10 @@ func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 	}
 	for profile, after := range l.after {
 		crossed := false
-		check := func(seen time.Time) {
-			at := seen.Add(after)
+		// A node whose deadline at is past horizon has not crossed yet.
+		check := func(at, horizon time.Time) {
 			switch {
-			case at.After(view):
+			case at.After(horizon):
 				if next.IsZero() || at.Before(next) {
 					next = at
 				}
@@ -328,20 +328,12 @@ func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 			}
 		}
 		for _, seen := range l.seen {
-			check(seen)
+			check(seen.Add(after), view)
 		}
 		for _, beat := range l.beats {
 			// A status heartbeat is the vehicle's own time, read from the
 			// cache: judged on the controller's clock as before.
-			at := beat.Add(after)
-			switch {
-			case at.After(now):
-				if next.IsZero() || at.Before(next) {
-					next = at
-				}
-			case !crossed && at.After(from):
-				crossed = true
-			}
+			check(beat.Add(after), now)
 		}
 		if crossed {
 			profiles = append(profiles, profile)
