@@ -18,6 +18,8 @@ package controllers
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,8 +88,7 @@ type Liveness struct {
 	after    map[string]time.Duration // profile -> its unreachableAfter
 	view     time.Time                // when the Leases were last known as they are
 	lastScan time.Time                // the view at the previous scan
-	failing  time.Time                // since when List fails (zero when it does not)
-	blind    time.Time                // the view when List began to fail: the blind spell's start
+	blind    time.Time                // the view when List began to fail: the blind spell's start (zero: none)
 	wake     chan struct{}
 }
 
@@ -175,7 +176,7 @@ func (l *Liveness) Untrack(profile string) {
 
 // Observed records node's Lease at resourceVersion version as the informer
 // delivered it: the view is current, and a version not observed before is a
-// renewal (Renewed). It reports what Renewed reports.
+// renewal (renewed). It reports what renewed reports.
 func (l *Liveness) Observed(node, version string) (cameBack bool) {
 	l.mu.Lock()
 	l.view = l.now()
@@ -186,7 +187,7 @@ func (l *Liveness) Observed(node, version string) (cameBack bool) {
 	if known {
 		return false
 	}
-	return l.Renewed(node)
+	return l.renewed(node)
 }
 
 // probe lists the Leases from the API server: on success the view is
@@ -200,21 +201,18 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 	leases, err := l.List(ctx)
 	now := l.now()
 	l.mu.Lock()
-	failing := l.failing
 	if err != nil {
-		if failing.IsZero() {
-			l.failing = now
-		}
-		if l.blind.IsZero() {
+		began := l.blind.IsZero()
+		if began {
 			l.blind = l.viewLocked(now)
 		}
 		l.mu.Unlock()
-		if failing.IsZero() {
+		if began {
 			livenessLog.Info("cannot read the agents' Leases: no vehicle's silence counts until they are read", "error", err.Error())
 		}
 		return false, false
 	}
-	l.failing = time.Time{}
+	l.view = now
 	l.endSpellLocked(now)
 	l.mu.Unlock()
 	for i := range leases {
@@ -224,9 +222,6 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 			}
 		}
 	}
-	l.mu.Lock()
-	l.view = now
-	l.mu.Unlock()
 	return true, cameBack
 }
 
@@ -250,10 +245,11 @@ func (l *Liveness) endSpellLocked(now time.Time) {
 	}
 }
 
-// Renewed records that node's Lease was observed renewed now. It reports
-// whether the node had been silent for at least the shortest tracked
-// unreachableAfter (it was Unreachable for some profile and came back).
-func (l *Liveness) Renewed(node string) (cameBack bool) {
+// renewed records that node's Lease was observed renewed now (Observed
+// made the view current). It reports whether the node had been silent for
+// at least the shortest tracked unreachableAfter (it was Unreachable for
+// some profile and came back).
+func (l *Liveness) renewed(node string) (cameBack bool) {
 	now := l.now()
 	l.mu.Lock()
 	prev, known := l.seen[node]
@@ -262,9 +258,6 @@ func (l *Liveness) Renewed(node string) (cameBack bool) {
 		prev = prev.Add(now.Sub(l.viewLocked(now)))
 	}
 	l.seen[node] = now
-	if l.List != nil {
-		l.view = now
-	}
 	delete(l.beats, node)
 	shortest := l.shortestLocked()
 	l.mu.Unlock()
@@ -351,12 +344,8 @@ func (l *Liveness) Start(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		profiles, next := l.scan(l.now())
-		for _, p := range profiles {
-			select {
-			case l.Changes <- event.GenericEvent{Object: &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: p}}}:
-			case <-ctx.Done():
-				return nil
-			}
+		if !l.send(ctx, profiles) {
+			return nil
 		}
 		wait := time.Hour
 		if !next.IsZero() {
@@ -398,11 +387,13 @@ func (l *Liveness) Start(ctx context.Context) error {
 // when ctx ended.
 func (l *Liveness) wakeAll(ctx context.Context) bool {
 	l.mu.Lock()
-	profiles := make([]string, 0, len(l.after))
-	for p := range l.after {
-		profiles = append(profiles, p)
-	}
+	profiles := slices.Collect(maps.Keys(l.after))
 	l.mu.Unlock()
+	return l.send(ctx, profiles)
+}
+
+// send sends each profile to Changes; false when ctx ended first.
+func (l *Liveness) send(ctx context.Context, profiles []string) bool {
 	for _, p := range profiles {
 		select {
 		case l.Changes <- event.GenericEvent{Object: &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: p}}}:

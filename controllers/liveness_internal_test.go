@@ -44,7 +44,7 @@ func TestLivenessScan(t *testing.T) {
 	l.Track("short", 10*time.Second)
 	l.Track("long", 30*time.Second)
 	for _, n := range []string{"a", "b"} {
-		if l.Renewed(n) {
+		if l.renewed(n) {
 			t.Fatalf("a first renewal of %s came back", n)
 		}
 	}
@@ -55,8 +55,8 @@ func TestLivenessScan(t *testing.T) {
 	// moves with the renewals.
 	for range 4 {
 		now = now.Add(5 * time.Second)
-		l.Renewed("a")
-		l.Renewed("b")
+		l.renewed("a")
+		l.renewed("b")
 		if got, next := l.scan(now); len(got) != 0 || !next.Equal(now.Add(10*time.Second)) {
 			t.Fatalf("scan at +%s: %v next %s", now.Sub(t0), got, next.Sub(t0))
 		}
@@ -66,7 +66,7 @@ func TestLivenessScan(t *testing.T) {
 	var woke []string
 	for now.Before(stopped.Add(35 * time.Second)) {
 		now = now.Add(time.Second)
-		l.Renewed("a")
+		l.renewed("a")
 		got, _ := l.scan(now)
 		for _, p := range got {
 			woke = append(woke, p+"@"+now.Sub(stopped).String())
@@ -78,7 +78,7 @@ func TestLivenessScan(t *testing.T) {
 	if seen := l.LastSeen("b", now); !seen.Equal(stopped) {
 		t.Errorf("LastSeen(b) %s, want its last renewal %s (not the heartbeat given)", seen, stopped)
 	}
-	if !l.Renewed("b") {
+	if !l.renewed("b") {
 		t.Errorf("b renewing after 35 s of silence did not come back")
 	}
 
@@ -125,7 +125,7 @@ func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
 	default:
 		t.Errorf("a newer heartbeat (the timer may have passed the old one's deadline) did not wake the timer")
 	}
-	l.Renewed("new-agent")
+	l.renewed("new-agent")
 	if !l.HasLease("new-agent") || l.HasLease("old-agent") {
 		t.Errorf("HasLease: new-agent %v old-agent %v", l.HasLease("new-agent"), l.HasLease("old-agent"))
 	}
