@@ -34,7 +34,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -106,12 +105,8 @@ type ProfileReconciler struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
-	// Cache is the informer cache the Client reads from: each plan reads
-	// the Nodes and NodeNetTunings straight from its informers' stores.
-	// SetupWithManager sets mgr.GetCache() (mgr.GetClient()'s reader) when
-	// nil.
-	Cache cache.Cache
-
+	// store reads the Nodes and NodeNetTunings of each plan straight from
+	// the manager cache's informers (SetupWithManager).
 	store *fleetStore
 }
 
@@ -127,10 +122,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers <= 0 {
 		workers = 4
 	}
-	if r.Cache == nil {
-		r.Cache = mgr.GetCache()
-	}
-	r.store = newFleetStore(context.Background(), r.Cache, r.Client)
+	r.store = newFleetStore(context.Background(), mgr.GetCache(), r.Client)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(renderedNodePredicate())).
@@ -153,7 +145,8 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // listLeases lists the agents' Leases from the API server, not the cache
-// (Liveness.List: the probe while the cache's watch is failing).
+// (Liveness.List: read before a silence the cache's view is too old to
+// judge).
 func (r *ProfileReconciler) listLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
 	list := &coordinationv1.LeaseList{}
 	err := r.APIReader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases})
@@ -251,11 +244,7 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 	// deep copies copies every object's struct (5 of the 13 GB allocated
 	// by a first rollout to 10,000 nodes): the informers' stores are read
 	// in place.
-	store := r.store
-	if store == nil {
-		store = &fleetStore{client: r.Client}
-	}
-	nodes, nnts, err := store.fleet(ctx)
+	nodes, nnts, err := r.store.fleet(ctx)
 	if err != nil {
 		return planner.Output{}, nil, err
 	}
