@@ -99,9 +99,8 @@ func (p *profiler) sampleHeap(ctx context.Context, slug string) {
 	defer t.Stop()
 	for {
 		if u, err := readProc(p.pid); err == nil && u.rss > peak+peak/20 {
-			if err := p.heapProfile(ctx, path); err == nil {
+			if err := p.heapProfile(ctx, path, fmt.Sprintf("RSS %d MiB", u.rss>>20)); err == nil {
 				peak = u.rss
-				_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", fmt.Appendf(nil, "RSS %d MiB when taken (%s)\n%s", u.rss>>20, time.Now().UTC().Format(time.RFC3339), p.memStats(ctx)), 0o644)
 			}
 		}
 		select {
@@ -128,13 +127,18 @@ func (p *profiler) memStats(ctx context.Context) string {
 	return ""
 }
 
-// heapProfile writes the controller's heap profile into path.
-func (p *profiler) heapProfile(ctx context.Context, path string) error {
+// heapProfile writes the controller's heap profile into path and, beside
+// it (.txt), rss, the time and the controller's runtime.MemStats.
+func (p *profiler) heapProfile(ctx context.Context, path, rss string) error {
 	body, err := fetchWithin(ctx, http.DefaultClient, p.controller+"/heap", time.Minute)
-	if err == nil {
-		err = os.WriteFile(path, body, 0o644)
+	if err != nil {
+		return err
 	}
-	return err
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return err
+	}
+	_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", fmt.Appendf(nil, "%s when taken (%s)\n%s", rss, time.Now().UTC().Format(time.RFC3339), p.memStats(ctx)), 0o644)
+	return nil
 }
 
 // end stops the scenario's heap sampler and takes a heap profile of the
@@ -147,12 +151,13 @@ func (p *profiler) end(ctx context.Context, name string) {
 	<-p.heapDone
 	slug := strings.ReplaceAll(name, " ", "-")
 	path := filepath.Join(p.dir, slug+"-controller-heap-end.pprof")
-	if err := p.heapProfile(ctx, path); err != nil {
+	rss := "RSS unreadable"
+	if u, err := readProc(p.pid); err == nil {
+		rss = fmt.Sprintf("RSS %d MiB, peak %d MiB", u.rss>>20, u.hwm>>20)
+	}
+	if err := p.heapProfile(ctx, path, rss); err != nil {
 		p.say("heap profile of the controller: %v", err)
 		return
-	}
-	if u, err := readProc(p.pid); err == nil {
-		_ = os.WriteFile(strings.TrimSuffix(path, ".pprof")+".txt", fmt.Appendf(nil, "RSS %d MiB, peak %d MiB when taken (%s)\n%s", u.rss>>20, u.hwm>>20, time.Now().UTC().Format(time.RFC3339), p.memStats(ctx)), 0o644)
 	}
 	p.say("heap profile of the controller at the end of %q: %s", name, path)
 }
