@@ -175,10 +175,18 @@ func (d *demo) section(format string, args ...any) {
 // sh runs and echoes a command with its output.
 func (d *demo) sh(name string, args ...string) error {
 	fmt.Fprintf(d.out, "\n$ %s %s\n", name, strings.Join(args, " "))
+	cmd := d.command(name, args...)
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	return cmd.Run()
+}
+
+// command is name (kubectl, kubectl nettune and helm from bin/) run in the
+// repository against the fleet's control plane.
+func (d *demo) command(name string, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	switch name {
-	case "kubectl":
-		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), args...)
+	case "kubectl", "helm":
+		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", name), args...)
 	case "kubectl nettune":
 		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), args...)
 	default:
@@ -186,8 +194,7 @@ func (d *demo) sh(name string, args ...string) error {
 	}
 	cmd.Dir = d.root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	return cmd.Run()
+	return cmd
 }
 
 // installWarnings installs the chart's admission warnings for risky but
@@ -197,14 +204,12 @@ func (d *demo) sh(name string, args ...string) error {
 func (d *demo) installWarnings() error {
 	d.section("admission warnings: the chart's policy for risky but legal profiles")
 	fmt.Fprintf(d.out, "\n$ helm template nettune charts/nettune --show-only templates/profile-warnings.yaml | kubectl apply -f -\n")
-	render := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "helm"), "template", "nettune", filepath.Join(d.root, "charts", "nettune"),
-		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml")
-	manifest, err := render.Output()
+	manifest, err := d.command("helm", "template", "nettune", "charts/nettune",
+		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml").Output()
 	if err != nil {
 		return fmt.Errorf("rendering the chart's profile warnings: %w", err)
 	}
-	apply := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), "apply", "-f", "-")
-	apply.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
+	apply := d.command("kubectl", "apply", "-f", "-")
 	apply.Stdin, apply.Stdout, apply.Stderr = bytes.NewReader(manifest), d.out, d.out
 	if err := apply.Run(); err != nil {
 		return fmt.Errorf("installing the profile warnings: %w", err)
@@ -214,10 +219,8 @@ func (d *demo) installWarnings() error {
 	probe := filepath.Join(d.root, "config", "samples", "demo", "01-xavier-lan-v1.yaml")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		dry := exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl"), "apply", "--dry-run=server", "-f", probe)
-		dry.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
-		out, err := dry.CombinedOutput()
-		if err == nil && strings.Contains(string(out), "Warning:") {
+		out, err := d.f.Kubectl(d.ctx, "apply", "--dry-run=server", "-f", probe)
+		if err == nil && strings.Contains(out, "Warning:") {
 			fmt.Fprintln(d.out, "    the policy is in force")
 			return nil
 		}
