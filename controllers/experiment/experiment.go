@@ -1,0 +1,223 @@
+// Package experiment holds the pure parts of a NetTuningExperiment: how a
+// variant patches the base profile, how vehicles are drawn into cohorts
+// stratified by hardware model, and how the arms are ranked against the
+// control. The controller (controllers.ExperimentReconciler) and the
+// kubectl plugin use them; nothing here reads the cluster.
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+// Patch sets every parameter p sets on dst (nil fields of p leave dst's).
+func Patch(dst *v1alpha1.TCPParameters, p v1alpha1.TCPParameters) {
+	if p.Cwnd != nil {
+		dst.Cwnd = p.Cwnd.DeepCopy()
+	}
+	if p.Initcwnd != nil {
+		dst.Initcwnd = ptr(*p.Initcwnd)
+	}
+	if p.Initrwnd != nil {
+		dst.Initrwnd = ptr(*p.Initrwnd)
+	}
+	if p.Ssthresh != nil {
+		dst.Ssthresh = ptr(*p.Ssthresh)
+	}
+	if p.RTOMin != nil {
+		dst.RTOMin = &metav1.Duration{Duration: p.RTOMin.Duration}
+	}
+	if p.Quickack != nil {
+		dst.Quickack = ptr(*p.Quickack)
+	}
+	if p.CongestionControl != nil {
+		dst.CongestionControl = ptr(*p.CongestionControl)
+	}
+	if p.AdvMSS != nil {
+		dst.AdvMSS = ptr(*p.AdvMSS)
+	}
+	if p.MTU != nil {
+		dst.MTU = ptr(*p.MTU)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Overlay returns a copy of base with the variant's parameters replacing the
+// base's of the same name in its defaults (created when the base has none),
+// in every host pair that sets parameters of its own, and in every route.
+// Everything else (selector, sysctls, interfaces, rollout) is copied as is.
+func Overlay(base *v1alpha1.NetTuningProfileSpec, p v1alpha1.TCPParameters) *v1alpha1.NetTuningProfileSpec {
+	out := base.DeepCopy()
+	if out.Defaults == nil {
+		out.Defaults = &v1alpha1.TCPParameters{}
+	}
+	Patch(out.Defaults, p)
+	for i := range out.HostPairs {
+		if out.HostPairs[i].Parameters != nil {
+			Patch(out.HostPairs[i].Parameters, p)
+		}
+	}
+	for i := range out.Routes {
+		Patch(&out.Routes[i].Parameters, p)
+	}
+	return out
+}
+
+// Describe is a variant's parameters in one line, e.g. "cwnd=30 rtoMin=10ms".
+func Describe(p v1alpha1.TCPParameters) string {
+	var parts []string
+	if p.Cwnd != nil {
+		lock := ""
+		if p.Cwnd.Lock != nil && !*p.Cwnd.Lock {
+			lock = " (unlocked)"
+		}
+		parts = append(parts, fmt.Sprintf("cwnd=%d%s", p.Cwnd.Value, lock))
+	}
+	add := func(name string, v *int32) {
+		if v != nil {
+			parts = append(parts, fmt.Sprintf("%s=%d", name, *v))
+		}
+	}
+	add("initcwnd", p.Initcwnd)
+	add("initrwnd", p.Initrwnd)
+	add("ssthresh", p.Ssthresh)
+	if p.RTOMin != nil {
+		parts = append(parts, "rtoMin="+p.RTOMin.Duration.String())
+	}
+	if p.Quickack != nil {
+		parts = append(parts, fmt.Sprintf("quickack=%t", *p.Quickack))
+	}
+	if p.CongestionControl != nil {
+		parts = append(parts, "congestionControl="+string(*p.CongestionControl))
+	}
+	add("advmss", p.AdvMSS)
+	add("mtu", p.MTU)
+	if len(parts) == 0 {
+		return "(no change)"
+	}
+	return strings.Join(parts, " ")
+}
+
+// HardwareModel is a vehicle's hardware model: the distinct values of the
+// hardware label on its nodes, sorted and joined with "+" ("unknown" for a
+// node without the label).
+func HardwareModel(nodes []*corev1.Node, label string) string {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		v := n.Labels[label]
+		if v == "" {
+			v = "unknown"
+		}
+		seen[v] = true
+	}
+	models := make([]string, 0, len(seen))
+	for m := range seen {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	return strings.Join(models, "+")
+}
+
+// Vehicle is a vehicle eligible for an experiment.
+type Vehicle struct {
+	Name     string
+	Hardware string
+}
+
+// Draw is the outcome of drawing cohorts.
+type Draw struct {
+	// Cohorts[arm][hardware] are the vehicles of each arm (ControlArm and
+	// the variants) per hardware model, sorted.
+	Cohorts map[string]map[string][]string
+	// Budget is how many vehicles maxPercent allows; Used how many were drawn.
+	Budget, Used int
+	// Skipped are the hardware models with too few vehicles for one per arm.
+	Skipped []string
+}
+
+// Assign draws the cohorts: fleet is how many vehicles the base profile
+// selects, eligible those the experiment may use. maxPercent of fleet
+// (rounded down) is the budget, shared among the hardware models in
+// proportion to their eligible vehicles; each model gives every arm (the
+// control and each variant) the same number of vehicles, at most perArm
+// (0: no cap). Within a model vehicles are taken in an order fixed by seed
+// (the experiment's UID): a pseudo-random order that does not change between
+// reconciles and does not follow names.
+func Assign(fleet int, eligible []Vehicle, variants []string, maxPercent, perArm int, seed string) Draw {
+	arms := append([]string{v1alpha1.ControlArm}, variants...)
+	d := Draw{Cohorts: map[string]map[string][]string{}, Budget: fleet * maxPercent / 100}
+	for _, a := range arms {
+		d.Cohorts[a] = map[string][]string{}
+	}
+	byModel := map[string][]string{}
+	for _, v := range eligible {
+		byModel[v.Hardware] = append(byModel[v.Hardware], v.Name)
+	}
+	models := make([]string, 0, len(byModel))
+	for m := range byModel {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		names := byModel[m]
+		sort.Slice(names, func(i, j int) bool {
+			hi, hj := order(seed, names[i]), order(seed, names[j])
+			if hi != hj {
+				return hi < hj
+			}
+			return names[i] < names[j]
+		})
+		share := 0
+		if len(eligible) > 0 {
+			share = d.Budget * len(names) / len(eligible)
+		}
+		k := min(share, len(names)) / len(arms)
+		if perArm > 0 {
+			k = min(k, perArm)
+		}
+		if k == 0 {
+			d.Skipped = append(d.Skipped, m)
+			continue
+		}
+		for i, a := range arms {
+			c := append([]string{}, names[i*k:(i+1)*k]...)
+			sort.Strings(c)
+			d.Cohorts[a][m] = c
+			d.Used += k
+		}
+	}
+	return d
+}
+
+// order is a vehicle's place in the draw of the experiment seeded by seed.
+func order(seed, name string) uint64 {
+	h := sha256.Sum256([]byte(seed + "/" + name))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// ArmSelector is the node selector of an arm's profile: the base's, plus
+// the arm's vehicles by the vehicle label.
+func ArmSelector(base *metav1.LabelSelector, vehicleLabel string, vehicles []string) *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{}
+	if base != nil {
+		sel = base.DeepCopy()
+	}
+	vs := append([]string{}, vehicles...)
+	sort.Strings(vs)
+	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: vehicleLabel, Operator: metav1.LabelSelectorOpIn, Values: vs,
+	})
+	return sel
+}
+
+// ArmProfileName is the name of an arm's profile.
+func ArmProfileName(experiment, variant string) string { return experiment + "-" + variant }
