@@ -137,6 +137,9 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
 		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
 			q, err := base(p, addr)
+			if vq, ok := q.(analysis.VectorQuerier); ok {
+				return timedVectorQuerier{timedQuerier: timedQuerier{q: q, e: e}, vq: vq}, err
+			}
 			return timedQuerier{q: q, e: e}, err
 		},
 	}
@@ -169,6 +172,21 @@ func (tq timedQuerier) Query(ctx context.Context, q string, at time.Time) (float
 	tq.e.queries = append(tq.e.queries, time.Now())
 	tq.e.mu.Unlock()
 	return v, ok, err
+}
+
+// timedVectorQuerier is a timedQuerier whose client also runs the judge's
+// per-pair queries.
+type timedVectorQuerier struct {
+	timedQuerier
+	vq analysis.VectorQuerier
+}
+
+func (tq timedVectorQuerier) QueryVector(ctx context.Context, q string, at time.Time) ([]analysis.Series, error) {
+	return tq.vq.QueryVector(ctx, q, at)
+}
+
+func (tq timedVectorQuerier) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]analysis.Series, error) {
+	return tq.vq.QueryRange(ctx, q, start, end, step)
 }
 
 // addVehicles creates vehicles of two hosts each (xavier-a, xavier-b).

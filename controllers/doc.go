@@ -1,6 +1,9 @@
 // Package controllers holds the nettune reconcilers.
 //
-// +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningexperiments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningexperiments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nettune.io,resources=nettuningexperiments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;delete,namespace=nettune-system

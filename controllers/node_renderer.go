@@ -523,5 +523,10 @@ func SetupAll(mgr ctrl.Manager, r *ProfileReconciler) error {
 	}
 	n := &NodeRenderer{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, Namespace: r.Namespace,
 		Reports: r.Reports, SkipNameValidation: r.SkipNameValidation}
-	return n.SetupWithManager(mgr)
+	if err := n.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	x := &ExperimentReconciler{Client: r.Client, Recorder: r.Recorder, Now: r.Now, Queriers: r.Queriers,
+		LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress, SkipNameValidation: r.SkipNameValidation}
+	return x.SetupWithManager(mgr)
 }

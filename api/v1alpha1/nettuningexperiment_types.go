@@ -8,7 +8,6 @@ import (
 // cohorts of its vehicles, each against a control cohort that stays on the
 // profile's stable revision.
 // +kubebuilder:validation:XValidation:rule="has(self.analysis.judge)",message="analysis must be a judge analysis (the tail exceedance per host pair is what the arms are ranked by)",fieldPath=".analysis"
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an experiment's spec is immutable once created: delete it and create a new one"
 type NetTuningExperimentSpec struct {
 	// profile names the base NetTuningProfile. Its vehicles are the
 	// population the cohorts are drawn from; the control cohort and every
