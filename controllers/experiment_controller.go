@@ -732,4 +732,3 @@ func (r *ExperimentReconciler) event(exp *v1alpha1.NetTuningExperiment, typ, rea
 		r.Recorder.Eventf(exp, nil, typ, reason, action, "%s", truncate(msg, 1024))
 	}
 }
-

@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -167,6 +170,9 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	e.addVehicles("orin", vehicleNames("or", 6)...)
 	base := lanProfile(30, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
 	baseRev := e.settle(base)
+	// The base keeps its canary rollout (not part of its revision): the
+	// winner adopted at the end goes to 2 canary vehicles first.
+	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { p.Spec.Rollout = base.Spec.Rollout })
 
 	pusher := &messagePusher{t: t, e: e, l: l, pushed: map[string]int{},
 		slow: map[string]float64{v1alpha1.ControlArm: 0.03, "cwnd20": 0.005, "cwnd80": 0.20}}
@@ -304,6 +310,36 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	waitRoutesCwnd(armVehicle("cwnd20"), 30)
+
+	// Adopting the winner is an edit of the base: its rollout takes it to
+	// the canaries first, and (its analysis finding no messages of the new
+	// revision) no further.
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopt := exec.Command(filepath.Join(root, "bin", "kubectl-nettune"), "experiment", "adopt", "cwnd", "--kubeconfig", e.cp.Kubeconfig)
+	out, err := adopt.CombinedOutput()
+	t.Logf("kubectl nettune experiment adopt cwnd: %s", out)
+	if err != nil {
+		t.Fatalf("adopt: %v (bin/kubectl-nettune is built by make build)", err)
+	}
+	adopted := e.waitProfile("xavier-lan", 60*time.Second, "the adopted revision on its canaries", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.CurrentRevision != baseRev && len(p.Status.CanaryVehicles) == 2 && p.Status.Vehicles.Updated == 2
+	})
+	if adopted.Spec.Defaults.Cwnd.Value != 20 || *adopted.Spec.Defaults.Initcwnd != 15 {
+		t.Errorf("adopted defaults %+v", adopted.Spec.Defaults)
+	}
+	time.Sleep(3 * time.Second)
+	onNew := 0
+	for _, rev := range e.nodeRevisions("xavier-lan") {
+		if rev == adopted.Status.CurrentRevision {
+			onNew++
+		}
+	}
+	if onNew != 4 {
+		t.Errorf("%d nodes on the adopted revision, want the 2 canaries' 4", onNew)
+	}
 	pusher.mu.Lock()
 	t.Logf("messages pushed per arm: %v", pusher.pushed)
 	pusher.mu.Unlock()

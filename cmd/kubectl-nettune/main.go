@@ -27,6 +27,8 @@ limitations under the License.
 //	kubectl nettune undo PROFILE [--to-revision NAME]
 //	kubectl nettune exclude|include PROFILE VEHICLE...
 //	kubectl nettune revisions PROFILE [-o yaml|json]
+//	kubectl nettune experiment status EXPERIMENT [-o yaml|json]
+//	kubectl nettune experiment adopt EXPERIMENT [--hardware MODEL]
 //	kubectl nettune completion bash|zsh|fish|powershell
 //
 // promote and abort fail when nothing is rolling out (the current revision is
@@ -276,6 +278,7 @@ nodes.`,
 		vehicles("exclude", "Keep vehicles on the stable revision (annotation nettune.io/exclude)", "  kubectl nettune exclude xavier-lan av-017 av-023", true),
 		vehicles("include", "Take excluded vehicles back into the rollout", "  kubectl nettune include xavier-lan av-017", false),
 		revisions,
+		c.experimentCommand(),
 	)
 	return root
 }
@@ -345,7 +348,7 @@ func runContext(ctx context.Context, argv []string, stdout, stderr io.Writer) in
 	}
 	name := "kubectl nettune"
 	if cmd != nil && cmd != root {
-		name += " " + cmd.Name()
+		name = strings.Replace(cmd.CommandPath(), root.Name(), name, 1)
 	}
 	var ue usageError
 	switch {
