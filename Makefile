@@ -12,6 +12,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
+KUBELET        := $(BIN)/kubelet
+KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
 LOKI           := $(BIN)/loki
 HELM           := $(BIN)/helm
 GOLANGCI_LINT  := $(BIN)/golangci-lint
@@ -130,7 +133,7 @@ fmt: ## gofmt the tree.
 ##@ Tools (built from the Go module proxy, pinned in hack/tools/*/go.mod)
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) $(HELM) $(GOLANGCI_LINT) $(SERVICEMONITOR_CRD) ## Build controller-gen, kube-apiserver, etcd, kubectl, loki, helm and golangci-lint into bin/ (reused when present).
+tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(LOKI) $(HELM) $(GOLANGCI_LINT) $(SERVICEMONITOR_CRD) ## Build controller-gen, kube-apiserver, etcd, kubectl, the node's kubelet, kube-controller-manager and kube-scheduler, loki, helm and golangci-lint into bin/ (reused when present).
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -138,11 +141,22 @@ $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 $(ETCD): hack/tools/etcd/go.mod
 	cd hack/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
 
+# The Kubernetes binaries report the pinned version (helm checks the chart's
+# kubeVersion against the API server's; without it they say v0.0.0-master).
+KUBE_VERSION = $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" { print $$3 }' hack/tools/kube-apiserver/go.mod)
+KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION:v%=%))) -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=%))) -X k8s.io/component-base/version.gitTreeState=clean
+
 $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
-	cd hack/tools/kube-apiserver && $(GO) build -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
 
 $(KUBECTL): hack/tools/kube-apiserver/go.mod
-	cd hack/tools/kube-apiserver && $(GO) build -o $@ k8s.io/kubernetes/cmd/kubectl
+	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubectl
+
+# The node's kubelet, kube-controller-manager and kube-scheduler (test/node,
+# make node), from the same module as kube-apiserver: they share most of its
+# build cache (about 40 s, 50 s and 5 s after it on 2 cores).
+$(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER): hack/tools/kube-apiserver/go.mod
+	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/$(notdir $@)
 
 # Loki single binary (about 3-5 min on 2 cores); the version comes from go.mod.
 LOKI_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/grafana/loki/v3" { print $$3 }' hack/tools/loki/go.mod)
