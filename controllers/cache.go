@@ -18,11 +18,13 @@ package controllers
 
 import (
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -57,35 +59,236 @@ var agentLeases = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
-// TrimForCache is the cache's transform: it drops what no controller reads
-// (and never writes back: the controllers patch the fields they own).
-//   - every object: metadata.managedFields;
-//   - Node: everything but its metadata (with only the nettune.io/
-//     annotations) and status.addresses (render.NodeFromCore reads labels,
-//     the LAN annotations and the InternalIP); a kubelet's Node carries its
-//     images, capacity and conditions, several kilobytes each;
-//   - NodeNetTuning: status.items (the agent's per-item report, read by
-//     people and the kubectl plugin, not by the controller).
+// TrimForCache is the cache's transform: it drops what no controller reads,
+// and the controllers never write a cached object back whole (they patch
+// the fields they own, with merge patches computed between two copies of
+// the trimmed object, so what is dropped here is never in a patch). Every
+// object keeps its identity (name, namespace, uid, resourceVersion,
+// generation, timestamps) and loses metadata.managedFields. Strings that
+// repeat across the fleet (label keys and common values, condition types
+// and reasons, profile and revision names) are interned: 30,000 objects
+// share one copy.
+//   - Node: labels (interned); of the annotations only the nettune.io/ ones;
+//     of spec and status only the InternalIP addresses
+//     (render.NodeFromCore reads labels, the LAN annotations and the first
+//     InternalIP; the owner reference of a NodeNetTuning needs the name and
+//     uid). A kubelet's Node carries its images, capacity and conditions,
+//     several kilobytes each.
+//   - NodeNetTuning: the spec whole (the renderer compares it with what it
+//     renders; the planner and finalizer read spec.profiles); of the status
+//     observedGeneration, appliedRevision, lastHeartbeatTime and only the
+//     conditions fleetmodel.NodeReport reads (Verified, RolledBack,
+//     Degraded) with only their type, status, observedGeneration and
+//     reason. Gone: status.items and the condition messages (read by people
+//     and the kubectl plugin, from the API server), the other conditions,
+//     driftRepairs, metadata.ownerReferences (the garbage collector's).
+//   - Lease (the agents'): the AgentLeaseLabel label, which is all the
+//     liveness code reads besides the resourceVersion (as one shared map
+//     when its value is the Lease's name: leaseOfItsNode); not the spec
+//     (the controller times renewals by its own clock, never by renewTime).
+//
+// A controller that needs more of these objects must read it here first
+// (TestTrimForCacheKeepsWhatControllersRead guards the readers of today).
 func TrimForCache(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
+		m.SetNamespace(intern(m.GetNamespace()))
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		var keep map[string]string
-		for k, v := range o.Annotations {
-			if strings.HasPrefix(k, "nettune.io/") {
-				if keep == nil {
-					keep = map[string]string{}
-				}
-				keep[k] = v
-			}
-		}
-		o.Annotations = keep
-		o.Spec = corev1.NodeSpec{}
-		o.Status = corev1.NodeStatus{Addresses: o.Status.Addresses}
+		trimNode(o)
 	case *v1alpha1.NodeNetTuning:
-		o.Status.Items = nil
+		trimNodeNetTuning(o)
+	case *coordinationv1.Lease:
+		trimLease(o)
 	}
 	return obj, nil
 }
+
+func trimNode(o *corev1.Node) {
+	o.Labels = internLabels(o.Labels, o.Name, nil)
+	o.Annotations = internLabels(o.Annotations, o.Name, func(k string) bool { return strings.HasPrefix(k, "nettune.io/") })
+	o.OwnerReferences = nil
+	var addrs []corev1.NodeAddress
+	n := 0
+	for _, a := range o.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			n++
+		}
+	}
+	if n > 0 {
+		addrs = make([]corev1.NodeAddress, 0, n)
+		for _, a := range o.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.Address})
+			}
+		}
+	}
+	o.Spec = corev1.NodeSpec{}
+	o.Status = corev1.NodeStatus{Addresses: addrs}
+}
+
+// readConditions are the NodeNetTuning conditions fleetmodel.NodeReport
+// reads.
+var readConditions = []string{v1alpha1.ConditionVerified, v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded}
+
+func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
+	o.OwnerReferences = nil
+	o.Labels = internLabels(o.Labels, o.Name, nil)
+	o.Annotations = nil
+
+	spec := &o.Spec
+	for i := range spec.Profiles {
+		p := &spec.Profiles[i]
+		p.Name, p.Revision = intern(p.Name), intern(p.Revision)
+	}
+	for i := range spec.Routes {
+		r := &spec.Routes[i]
+		r.Device, r.Peer, r.Profile = intern(r.Device), intern(r.Peer), intern(r.Profile)
+	}
+	for i := range spec.Peers {
+		spec.Peers[i].Host = intern(spec.Peers[i].Host)
+	}
+	for i := range spec.Sysctls {
+		s := &spec.Sysctls[i]
+		s.Name, s.Value = intern(s.Name), intern(s.Value)
+	}
+	for i := range spec.Interfaces {
+		spec.Interfaces[i].Name = intern(spec.Interfaces[i].Name)
+	}
+
+	st := &o.Status
+	st.Items = nil
+	st.DriftRepairs = 0
+	if st.AppliedRevision == spec.Revision {
+		st.AppliedRevision = spec.Revision // one string, not two
+	}
+	n := 0
+	for _, c := range st.Conditions {
+		if conditionType(c.Type) != "" {
+			n++
+		}
+	}
+	var conds []metav1.Condition
+	if n > 0 {
+		conds = make([]metav1.Condition, 0, n)
+		for _, c := range st.Conditions {
+			if t := conditionType(c.Type); t != "" {
+				conds = append(conds, metav1.Condition{Type: t, Status: conditionStatus(c.Status),
+					ObservedGeneration: c.ObservedGeneration, Reason: intern(c.Reason)})
+			}
+		}
+	}
+	st.Conditions = conds
+}
+
+// conditionType is t as the constant of a condition NodeReport reads ("":
+// another condition).
+func conditionType(t string) string {
+	for _, c := range readConditions {
+		if t == c {
+			return c
+		}
+	}
+	return ""
+}
+
+// conditionStatus is s as the constant of a condition status (interned when
+// it is none of them).
+func conditionStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
+	for _, c := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+		if s == c {
+			return c
+		}
+	}
+	return metav1.ConditionStatus(intern(string(s)))
+}
+
+// leaseOfItsNode is the labels of every cached agent Lease named after its
+// node (as the agents name them): one map shared by 30,000 Leases instead
+// of a map each (over 300 bytes). leaseNode reads its value as the Lease's
+// name. Like every cached object it is read only (a deep copy copies it).
+var leaseOfItsNode = map[string]string{v1alpha1.AgentLeaseLabel: leaseNodeIsName}
+
+// leaseNodeIsName stands for the Lease's own name in leaseOfItsNode: '=' is
+// in no label value, so no Lease carries it.
+const leaseNodeIsName = "="
+
+func trimLease(o *coordinationv1.Lease) {
+	if node, ok := o.Labels[v1alpha1.AgentLeaseLabel]; ok && node != "" && node == o.Name {
+		o.Labels = leaseOfItsNode
+	} else {
+		o.Labels = internLabels(o.Labels, o.Name, func(k string) bool { return k == v1alpha1.AgentLeaseLabel })
+	}
+	o.Annotations = nil
+	o.OwnerReferences = nil
+	o.Spec = coordinationv1.LeaseSpec{}
+}
+
+// internLabels is m with only the keys keep passes (nil: every key), keys
+// and values interned (a value equal to the object's name shares its
+// string); nil when nothing is left.
+func internLabels(m map[string]string, name string, keep func(string) bool) map[string]string {
+	n := 0
+	for k := range m {
+		if keep == nil || keep(k) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for k, v := range m {
+		if keep != nil && !keep(k) {
+			continue
+		}
+		if v == name {
+			v = name
+		} else {
+			v = intern(v)
+		}
+		out[intern(k)] = v
+	}
+	return out
+}
+
+// internTable holds one copy of each string it was given, up to max of
+// them. Past max, strings are kept as they come (no sharing, no growth);
+// it is never emptied, since a string no object holds any more costs only
+// its entry.
+type internTable struct {
+	mu  sync.Mutex
+	m   map[string]string
+	max int
+}
+
+// get returns the table's copy of s.
+func (t *internTable) get(s string) string {
+	if s == "" {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.m[s]; ok {
+		return c
+	}
+	if len(t.m) >= t.max {
+		return s
+	}
+	if t.m == nil {
+		t.m = map[string]string{}
+	}
+	s = strings.Clone(s)
+	t.m[s] = s
+	return s
+}
+
+// interned is the cache's table: the vocabulary of a fleet (label keys,
+// vehicle and host names, hardware, profile and revision names, condition
+// reasons) is a few thousand strings at 30,000 nodes (the per-node revision
+// hashes are not interned); 16,384 entries take at most about 2 MB.
+var interned = &internTable{max: 1 << 14}
+
+// intern returns the cache table's copy of s.
+func intern(s string) string { return interned.get(s) }

@@ -14,18 +14,24 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package controllers
 
 import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
 	"reflect"
 	"testing"
+	"time"
+	"unsafe"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/render"
 )
@@ -51,7 +57,7 @@ func TestTrimForCache(t *testing.T) {
 		},
 	}
 	before := render.NodeFromCore(node)
-	got, err := controllers.TrimForCache(node.DeepCopy())
+	got, err := TrimForCache(node.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,20 +69,25 @@ func TestTrimForCache(t *testing.T) {
 		t.Fatalf("identity or labels lost: %+v", trimmed.ObjectMeta)
 	}
 	if len(trimmed.Annotations) != 1 || trimmed.ManagedFields != nil || len(trimmed.Status.Images) != 0 ||
-		len(trimmed.Status.Conditions) != 0 || trimmed.Status.Capacity != nil || trimmed.Spec.PodCIDR != "" || trimmed.Status.NodeInfo.KubeletVersion != "" {
+		len(trimmed.Status.Conditions) != 0 || trimmed.Status.Capacity != nil || trimmed.Spec.PodCIDR != "" || trimmed.Status.NodeInfo.KubeletVersion != "" ||
+		len(trimmed.Status.Addresses) != 1 {
 		t.Fatalf("not trimmed: %+v", trimmed)
 	}
 
 	now := metav1.Now()
 	nnt := &v1alpha1.NodeNetTuning{
-		ObjectMeta: metav1.ObjectMeta{Name: "av-1-h0", Generation: 3, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nettune-agent"}}},
-		Spec:       v1alpha1.NodeNetTuningSpec{Revision: "r3", Profiles: []v1alpha1.SourceProfile{{Name: "p", Revision: "p-1"}}},
-		Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: 3, AppliedRevision: "r3", LastHeartbeatTime: &now,
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3}},
-			Items:      []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "av-1-h0", Generation: 3, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nettune-agent"}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "av-1-h0", UID: "u1"}}},
+		Spec: v1alpha1.NodeNetTuningSpec{Revision: "r3", Profiles: []v1alpha1.SourceProfile{{Name: "p", Revision: "p-1"}}},
+		Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: 3, AppliedRevision: "r3", LastHeartbeatTime: &now, DriftRepairs: 2,
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "Applied", Message: "revision r3 is in force"},
+				{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "Verified", Message: "every item read back as desired",
+					LastTransitionTime: now}},
+			Items: []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},
 	}
 	v0, f0, s0 := fleetmodel.NodeReport(nnt)
-	got, err = controllers.TrimForCache(nnt.DeepCopy())
+	got, err = TrimForCache(nnt.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +95,304 @@ func TestTrimForCache(t *testing.T) {
 	if v, f, s := fleetmodel.NodeReport(tn); v != v0 || f != f0 || !s.Equal(s0) || !v0 {
 		t.Fatalf("report changed: %v %v %v -> %v %v %v", v0, f0, s0, v, f, s)
 	}
-	if !reflect.DeepEqual(tn.Spec, nnt.Spec) || tn.Status.Items != nil || tn.ManagedFields != nil {
+	if !reflect.DeepEqual(tn.Spec, nnt.Spec) || tn.Status.Items != nil || tn.ManagedFields != nil || tn.OwnerReferences != nil {
 		t.Fatalf("NodeNetTuning trimmed wrongly: %+v", tn)
+	}
+	want := []metav1.Condition{{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "Verified"}}
+	if !reflect.DeepEqual(tn.Status.Conditions, want) || tn.Status.DriftRepairs != 0 {
+		t.Fatalf("conditions kept: %+v, want %+v", tn.Status, want)
+	}
+}
+
+// trimReader is everything a controller reads from one cached object: the
+// inputs of fleetmodel.NodeReport, AssignedRevision and the renderer's spec
+// comparison for a NodeNetTuning; of render.NodeFromCore and the owner
+// reference for a Node; of the liveness code for a Lease.
+type trimReader struct {
+	Verified, Failed bool
+	Seen             time.Time
+	Assigned         map[string]string
+	Spec             *v1alpha1.NodeNetTuningSpec
+	Generation       int64
+	Rendered         *render.Node
+	Owner            string
+	LeaseNode        string
+	ResourceVersion  string
+}
+
+// trimRead is what the controllers read from o.
+func trimRead(o any) trimReader {
+	switch o := o.(type) {
+	case *v1alpha1.NodeNetTuning:
+		var r trimReader
+		r.Verified, r.Failed, r.Seen = fleetmodel.NodeReport(o)
+		r.Assigned = map[string]string{}
+		for _, p := range []string{"p", "q", "absent"} {
+			r.Assigned[p] = fleetmodel.AssignedRevision(o, p)
+		}
+		r.Spec, r.Generation, r.ResourceVersion = &o.Spec, o.Generation, o.ResourceVersion
+		return r
+	case *corev1.Node:
+		n := render.NodeFromCore(o)
+		return trimReader{Rendered: &n, Owner: o.Name + "/" + string(o.UID), ResourceVersion: o.ResourceVersion}
+	case *coordinationv1.Lease:
+		return trimReader{LeaseNode: leaseNode(o), ResourceVersion: o.ResourceVersion}
+	}
+	panic(fmt.Sprintf("no reader of %T", o))
+}
+
+// trimCases are objects as the API server sends them, varied in everything
+// a reader may look at: every condition of the agent's vocabulary with
+// every status, current or stale, environment and revision reasons; the
+// heartbeat there or not; Nodes with and without the LAN annotations and
+// addresses of every type; agent Leases named after their node or not.
+func trimCases(seed int64, n int) []any {
+	rng := rand.New(rand.NewSource(seed))
+	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
+	types := []string{v1alpha1.ConditionApplied, v1alpha1.ConditionVerified, v1alpha1.ConditionDrifted,
+		v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded}
+	reasons := []string{"Applied", "Verified", "AsDesired", "Committed", "NoDrift", "ProbeFailed",
+		v1alpha1.ReasonStateUnwritable, v1alpha1.ReasonInterrupted}
+	var out []any
+	for i := range n {
+		gen := int64(1 + rng.Intn(3))
+		nnt := &v1alpha1.NodeNetTuning{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("av-%d-h%d", i/5, i%5), UID: types2UID(i), ResourceVersion: fmt.Sprint(1000 + i), Generation: gen,
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "nettune-agent"}},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "x", UID: "y"}}},
+			Spec: v1alpha1.NodeNetTuningSpec{Revision: pick("r1", "r2"),
+				Profiles: []v1alpha1.SourceProfile{{Name: "p", Revision: pick("p-1", "p-2")}, {Name: pick("q", "other"), Revision: "q-1"}},
+				Routes:   []v1alpha1.NodeRoute{{Destination: "10.0.0.2/32", Device: "eth1", Peer: "h1", Profile: "p", Parameters: v1alpha1.TCPParameters{Initcwnd: ptrTo(int32(30))}}},
+				Peers:    []v1alpha1.Peer{{Host: "h1", Address: "10.0.0.2", ProbePort: 9102}},
+				Sysctls:  []v1alpha1.Sysctl{{Name: "net.ipv4.tcp_no_metrics_save", Value: "0"}}},
+			Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: gen - int64(rng.Intn(2)), AppliedRevision: pick("r1", "r2", ""),
+				DriftRepairs: int64(rng.Intn(3)),
+				Items:        []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},
+		}
+		if rng.Intn(4) > 0 {
+			hb := metav1.NewTime(time.Unix(1_790_000_000+int64(rng.Intn(1000)), 0))
+			nnt.Status.LastHeartbeatTime = &hb
+		}
+		for _, ct := range rng.Perm(len(types))[:rng.Intn(len(types)+1)] {
+			nnt.Status.Conditions = append(nnt.Status.Conditions, metav1.Condition{Type: types[ct],
+				Status:             metav1.ConditionStatus(pick("True", "False", "Unknown")),
+				ObservedGeneration: gen - int64(rng.Intn(2)), Reason: pick(reasons...), Message: "message " + fmt.Sprint(i),
+				LastTransitionTime: metav1.NewTime(time.Unix(1_790_000_000, 0))})
+		}
+		out = append(out, nnt)
+
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nnt.Name, UID: types2UID(i), ResourceVersion: fmt.Sprint(2000 + i),
+			Labels: map[string]string{v1alpha1.DefaultVehicleLabel: fmt.Sprintf("av-%d", i/5), v1alpha1.DefaultHostLabel: fmt.Sprintf("h%d", i%5),
+				"kubernetes.io/hostname": nnt.Name, "kubernetes.io/os": "linux"}}}
+		if rng.Intn(2) == 0 {
+			node.Annotations = map[string]string{v1alpha1.LANAddressAnnotation: pick(" 10.1.0.1 ", "10.1.0.2"), "other": "x"}
+		}
+		if rng.Intn(2) == 0 {
+			node.Annotations = map[string]string{v1alpha1.LANDeviceAnnotation: pick("eth1", " eth2"), "k3s.io/node-args": "[]"}
+		}
+		for range rng.Intn(4) {
+			node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{
+				Type:    corev1.NodeAddressType(pick(string(corev1.NodeHostName), string(corev1.NodeInternalIP), string(corev1.NodeExternalIP))),
+				Address: pick("10.0.0.1", " ", "10.0.0.3", "av-host")})
+		}
+		out = append(out, node)
+
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nnt.Name, Namespace: "nettune-system", ResourceVersion: fmt.Sprint(3000 + i),
+			Labels: map[string]string{v1alpha1.AgentLeaseLabel: pick(nnt.Name, nnt.Name, "elsewhere"), "app": "agent"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo(nnt.Name), RenewTime: &metav1.MicroTime{Time: time.Unix(1_790_000_000, 0)}}}
+		out = append(out, lease)
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func types2UID(i int) types.UID { return types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)) }
+
+// trimLosses lists the objects whose reader inputs trim changed (each
+// trimmed from a JSON round trip, as the cache gets them).
+func trimLosses(t *testing.T, trim func(any) (any, error), objs []any) []string {
+	t.Helper()
+	var lost []string
+	for _, o := range objs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := reflect.New(reflect.TypeOf(o).Elem()).Interface()
+		if err := json.Unmarshal(b, fresh); err != nil {
+			t.Fatal(err)
+		}
+		got, err := trim(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, have := trimRead(o), trimRead(got); !reflect.DeepEqual(want, have) {
+			lost = append(lost, fmt.Sprintf("%T %s: %+v -> %+v", o, string(b), want, have))
+		}
+	}
+	return lost
+}
+
+// TestTrimForCacheKeepsWhatControllersRead: every reader's inputs are the
+// same from a trimmed object as from the object as sent, over objects that
+// vary in everything those readers look at; and the check fails when the
+// trim drops any one of them.
+func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
+	objs := trimCases(1, 400)
+	if lost := trimLosses(t, TrimForCache, objs); len(lost) > 0 {
+		t.Fatalf("%d object(s) read differently once trimmed, e.g. %s", len(lost), lost[0])
+	}
+	// Each over-trim below drops one field a controller reads: the check
+	// must see it.
+	more := func(drop func(any)) func(any) (any, error) {
+		return func(o any) (any, error) {
+			o, err := TrimForCache(o)
+			drop(o)
+			return o, err
+		}
+	}
+	nntDrop := func(f func(*v1alpha1.NodeNetTuning)) func(any) (any, error) {
+		return more(func(o any) {
+			if n, ok := o.(*v1alpha1.NodeNetTuning); ok {
+				f(n)
+			}
+		})
+	}
+	conds := func(f func(*metav1.Condition)) func(any) (any, error) {
+		return nntDrop(func(n *v1alpha1.NodeNetTuning) {
+			for i := range n.Status.Conditions {
+				f(&n.Status.Conditions[i])
+			}
+		})
+	}
+	onlyType := func(keep string) func(any) (any, error) {
+		return nntDrop(func(n *v1alpha1.NodeNetTuning) {
+			var cs []metav1.Condition
+			for _, c := range n.Status.Conditions {
+				if c.Type != keep {
+					cs = append(cs, c)
+				}
+			}
+			n.Status.Conditions = cs
+		})
+	}
+	overTrims := map[string]func(any) (any, error){
+		"condition reason":             conds(func(c *metav1.Condition) { c.Reason = "" }),
+		"condition observedGeneration": conds(func(c *metav1.Condition) { c.ObservedGeneration = 0 }),
+		"condition status":             conds(func(c *metav1.Condition) { c.Status = "" }),
+		"Verified condition":           onlyType(v1alpha1.ConditionVerified),
+		"RolledBack condition":         onlyType(v1alpha1.ConditionRolledBack),
+		"Degraded condition":           onlyType(v1alpha1.ConditionDegraded),
+		"status.observedGeneration":    nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.ObservedGeneration = 0 }),
+		"status.appliedRevision":       nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.AppliedRevision = "" }),
+		"status.lastHeartbeatTime":     nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.LastHeartbeatTime = nil }),
+		"spec.profiles":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Profiles = nil }),
+		"spec.routes":                  nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Routes = nil }),
+		"spec.peers":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Peers = nil }),
+		"spec.sysctls":                 nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Sysctls = nil }),
+		"generation":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Generation = 0 }),
+		"node annotations": more(func(o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				n.Annotations = nil
+			}
+		}),
+		"node addresses": more(func(o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				n.Status.Addresses = nil
+			}
+		}),
+		"node labels": more(func(o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				n.Labels = nil
+			}
+		}),
+		"node uid": more(func(o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				n.UID = ""
+			}
+		}),
+		"lease label": more(func(o any) {
+			if l, ok := o.(*coordinationv1.Lease); ok {
+				l.Labels = nil
+			}
+		}),
+		"lease resourceVersion": more(func(o any) {
+			if l, ok := o.(*coordinationv1.Lease); ok {
+				l.ResourceVersion = ""
+			}
+		}),
+	}
+	for name, trim := range overTrims {
+		if lost := trimLosses(t, trim, objs); len(lost) == 0 {
+			t.Errorf("dropping the %s went unnoticed", name)
+		}
+	}
+}
+
+// TestTrimForCacheShares: what repeats across the fleet is one string (or,
+// for the Leases named after their node, one label map), a deep copy of a
+// trimmed Lease is independent of that shared map, and an interning table
+// stops growing at its cap without changing any string.
+func TestTrimForCacheShares(t *testing.T) {
+	var nnts []*v1alpha1.NodeNetTuning
+	var leases []*coordinationv1.Lease
+	for _, o := range trimCases(2, 20) {
+		b, _ := json.Marshal(o)
+		switch o.(type) {
+		case *v1alpha1.NodeNetTuning:
+			n := &v1alpha1.NodeNetTuning{}
+			_ = json.Unmarshal(b, n)
+			_, _ = TrimForCache(n)
+			nnts = append(nnts, n)
+		case *coordinationv1.Lease:
+			l := &coordinationv1.Lease{}
+			_ = json.Unmarshal(b, l)
+			_, _ = TrimForCache(l)
+			leases = append(leases, l)
+		}
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	a, b := nnts[0], nnts[1]
+	if !same(a.Spec.Profiles[0].Name, b.Spec.Profiles[0].Name) || !same(a.Spec.Routes[0].Device, b.Spec.Routes[0].Device) {
+		t.Errorf("profile names or devices not shared")
+	}
+	if a.Status.AppliedRevision == a.Spec.Revision && !same(a.Status.AppliedRevision, a.Spec.Revision) {
+		t.Errorf("applied revision not shared with spec.revision")
+	}
+	var own, shared int
+	for _, l := range leases {
+		if leaseNode(l) == l.Name {
+			if reflect.ValueOf(l.Labels).UnsafePointer() != reflect.ValueOf(leaseOfItsNode).UnsafePointer() {
+				t.Errorf("lease %s named after its node has its own label map", l.Name)
+			}
+			shared++
+			c := l.DeepCopy()
+			c.Labels["x"] = "y"
+			if len(leaseOfItsNode) != 1 || leaseNode(c) != l.Name {
+				t.Fatalf("a deep copy changed the shared labels: %v", leaseOfItsNode)
+			}
+		} else {
+			own++
+		}
+	}
+	if own == 0 || shared == 0 {
+		t.Fatalf("cases cover only one kind of Lease (%d own, %d shared)", own, shared)
+	}
+
+	if len(leases) < 2 || !same(leases[0].Namespace, leases[1].Namespace) {
+		t.Errorf("namespaces not shared")
+	}
+
+	table := &internTable{max: 3}
+	for i := range 10 {
+		s := fmt.Sprintf("word-%d", i%5)
+		if got := table.get(s); got != s {
+			t.Fatalf("get(%q) = %q", s, got)
+		}
+	}
+	word := func(i int) string { return fmt.Sprintf("word-%d", i) } // a new string each time
+	if len(table.m) != 3 || !same(table.get(word(1)), table.get(word(1))) || same(table.get(word(4)), table.get(word(4))) {
+		t.Fatalf("table of %d strings past its cap of 3: %v", len(table.m), table.m)
 	}
 }

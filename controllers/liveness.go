@@ -404,9 +404,15 @@ func (l *Liveness) send(ctx context.Context, profiles []string) bool {
 	return true
 }
 
-// leaseNode is the node an agent Lease speaks for ("" for other Leases).
+// leaseNode is the node an agent Lease speaks for ("" for other Leases):
+// its AgentLeaseLabel, which the cache keeps as leaseNodeIsName when it is
+// the Lease's name (TrimForCache).
 func leaseNode(o client.Object) string {
-	return o.GetLabels()[v1alpha1.AgentLeaseLabel]
+	node := o.GetLabels()[v1alpha1.AgentLeaseLabel]
+	if node == leaseNodeIsName {
+		return o.GetName()
+	}
+	return node
 }
 
 // leaseHandler feeds Lease events into l and wakes every profile when a
