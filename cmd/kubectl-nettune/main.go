@@ -29,6 +29,7 @@ limitations under the License.
 //	kubectl nettune revisions PROFILE [-o yaml|json]
 //	kubectl nettune experiment status EXPERIMENT [-o yaml|json]
 //	kubectl nettune experiment adopt EXPERIMENT [--hardware MODEL]
+//	kubectl nettune recommend PROFILE --prometheus URL [--switch-buffer BYTES]
 //	kubectl nettune completion bash|zsh|fish|powershell
 //
 // promote and abort fail when nothing is rolling out (the current revision is
@@ -279,6 +280,7 @@ nodes.`,
 		vehicles("include", "Take excluded vehicles back into the rollout", "  kubectl nettune include xavier-lan av-017", false),
 		revisions,
 		c.experimentCommand(),
+		c.recommendCommand(),
 	)
 	return root
 }

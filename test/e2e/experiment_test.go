@@ -138,4 +138,18 @@ func TestExperiment(t *testing.T) {
 			}
 		}
 	}
+
+	// recommend reads what the agents measured (sock_diag, scraped by the
+	// fleet's Prometheus) while the topics ran: every host the topics go
+	// into gets parameters, with the reasoning.
+	out, err = f.Plugin(ctx, "recommend", profile, "--prometheus", f.Prometheus.URL, "--switch-buffer", "131072", "--window", "10m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl nettune recommend %s:\n%s", profile, out)
+	for _, want := range []string{"Into xavier-a: cwnd=", "concurrent sender(s) into xavier-a share the port's 131072-byte buffer", "p99.9 RTT into xavier-a under load", "rtoMin", "to: xavier-a"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("recommend does not say %q", want)
+		}
+	}
 }

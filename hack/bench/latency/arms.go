@@ -49,8 +49,12 @@ func loadArms(dir string, names []string) ([]*arm, error) {
 		case "v1":
 			a.Title = "v1 (earlier: cwnd 40 locked, initcwnd/initrwnd 30, ssthresh 40, rto_min 10ms, quickack)"
 			a.File = filepath.Join(dir, "xavier-lan-v1.yaml")
+		case "recommended":
+			// Derived from the testbed under load before the rounds
+			// (bench.recommendArm); a placeholder until then.
+			a.Title = "recommended"
 		default:
-			return nil, fmt.Errorf("unknown arm %q (defaults, v2, v1)", n)
+			return nil, fmt.Errorf("unknown arm %q (defaults, v2, v1, recommended)", n)
 		}
 		if a.File != "" {
 			raw, err := os.ReadFile(a.File)

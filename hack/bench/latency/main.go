@@ -78,7 +78,7 @@ func main() {
 	flag.StringVar(&c.samples, "samples", "config/samples", "directory of xavier-lan-v1.yaml and xavier-lan-v2.yaml")
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "report to write (\"\" = none)")
 	flag.StringVar(&c.png, "png", "docs/bench-latency-ccdf.png", "CCDF plot to write (\"\" = none)")
-	flag.StringVar(&arms, "arms", "defaults,v2,v1", "arms, in the order of the first round")
+	flag.StringVar(&arms, "arms", "defaults,v2,v1,recommended", "arms, in the order of the first round")
 	flag.Parse()
 	c.burstHosts = splitList(burstHosts)
 	c.arms = splitList(arms)

@@ -37,6 +37,8 @@ type report struct {
 	// discarded are arm-runs repeated because other load stalled the
 	// benchmark process (-max-stall).
 	discarded []*runResult
+	// recommendation is how the recommended arm's parameters were derived.
+	recommendation []string
 }
 
 func (r *report) arm(name string) *armResult {
@@ -218,7 +220,7 @@ func yes(b bool) string {
 func (r *report) verdict() string {
 	var s strings.Builder
 	d := r.arm("defaults")
-	for _, name := range []string{"v2", "v1"} {
+	for _, name := range []string{"v2", "v1", "recommended"} {
 		c, ok := r.criteria(name)
 		if !ok {
 			continue
@@ -237,6 +239,28 @@ func (r *report) verdict() string {
 				d.heavyMbps(), x.heavyMbps(), pct(c.heavyCost), d.burstMbps(), x.burstMbps(), pct(c.burstCost))
 		}
 		s.WriteString(".\n")
+	}
+	if rec, v2 := r.arm("recommended"), r.arm("v2"); rec != nil && v2 != nil {
+		cmp := func(a, b time.Duration) string {
+			switch {
+			case a < b:
+				return "lower"
+			case a > b:
+				return "higher"
+			}
+			return "equal"
+		}
+		fmt.Fprintf(&s, "- **recommended vs v2** (the same scenario, the rounds interleaved): p99.99 %s vs %s (%s), p99.9 %s vs %s (%s), max %s vs %s; messages >= 20 ms %d vs %d, >= 5 ms %d vs %d; topics %.1f vs %.1f Mbit/s.\n",
+			fmtMs(rec.D.q(.9999)), fmtMs(v2.D.q(.9999)), cmp(rec.D.q(.9999), v2.D.q(.9999)),
+			fmtMs(rec.D.q(.999)), fmtMs(v2.D.q(.999)), cmp(rec.D.q(.999), v2.D.q(.999)), fmtMs(rec.D.max()), fmtMs(v2.D.max()),
+			rec.D.atLeast(20*time.Millisecond), v2.D.atLeast(20*time.Millisecond), rec.D.atLeast(5*time.Millisecond), v2.D.atLeast(5*time.Millisecond),
+			rec.topicMbps(r.c.topicSize), v2.topicMbps(r.c.topicSize))
+	}
+	if len(r.recommendation) > 0 {
+		fmt.Fprintf(&s, "\nHow the recommended arm was derived (`experiment.Recommend`, the same code as `kubectl nettune recommend`):\n\n")
+		for _, l := range r.recommendation {
+			fmt.Fprintf(&s, "- %s\n", l)
+		}
 	}
 	return s.String()
 }

@@ -79,6 +79,20 @@ func run(ctx context.Context, c config) (err error) {
 		b.burst = append(b.burst, h)
 	}
 
+	var recommendation []string
+	for i, a := range arms {
+		if a.Name != "recommended" {
+			continue
+		}
+		v2, err := loadArms(c.samples, []string{"v2"})
+		if err != nil {
+			return err
+		}
+		if arms[i], recommendation, err = b.recommendArm(ctx, agent, v2[0]); err != nil {
+			return fmt.Errorf("the recommended arm: %w", err)
+		}
+	}
+
 	runs := map[string][]*runResult{}
 	var discarded []*runResult
 	evidence := map[string]applied{}
@@ -134,7 +148,7 @@ func run(ctx context.Context, c config) (err error) {
 		results = append(results, aggregate(a, runs[a.Name]))
 	}
 	elapsed := time.Since(started)
-	rep := &report{c: c, v: v, b: b, arms: results, order: order, evidence: evidence, elapsed: elapsed, started: started, discarded: discarded}
+	rep := &report{c: c, v: v, b: b, arms: results, order: order, evidence: evidence, elapsed: elapsed, started: started, discarded: discarded, recommendation: recommendation}
 	rep.printSummary(os.Stderr)
 	if c.png != "" {
 		if err := writePlot(c.png, results, fmt.Sprintf("Topic message latency (first byte written -> application ack), %s -> %s\nunder incast + heavy transfer + UDP bursts; CCDF: fraction of messages with latency >= x; %d rounds x %s per arm", topicSendersShort(), receiverName, c.rounds, c.window)); err != nil {
