@@ -37,14 +37,23 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 
 .PHONY: test
 test: deps tools ansible verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, Ansible, then end to end.
-	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults) -count=1 -timeout 30m
+	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/node) -count=1 -timeout 30m
 	cd hack/bench && $(GO) test ./... -count=1
+	$(MAKE) --no-print-directory test-node
 	$(MAKE) --no-print-directory test-faults
 	$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-faults
 test-faults: build ## The fault matrix alone (root): one test per fault on 3 vehicles x 3 hosts with real agents; FAULTS_REPORT=file writes its table (docs/reliability.md).
 	NETTUNE_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test ./test/faults/ -count=1 -v -timeout 30m
+
+.PHONY: test-node
+test-node: ## The chart on a real node alone (root): kubelet, containerd, runc and a bridge CNI start the agent DaemonSet and the controller from images built here; then the node restarts and boots from last-known-good.
+	NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/node/ -count=1 -v -timeout 30m
+
+.PHONY: node
+node: deps tools ## A real node for a human (root): control plane, containerd and a kubelet in a network namespace, the images imported; prints the kubeconfig and how to install the chart, and runs until Ctrl-C.
+	$(GO) run ./hack/node
 
 .PHONY: test-e2e
 test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, controller, 4 vehicles x 3 hosts with real agents.
@@ -53,7 +62,7 @@ test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, con
 ##@ Development
 
 .PHONY: deps
-deps: ## Install the Debian packages the tests use, if missing (iproute2, iptables, ethtool, prometheus).
+deps: ## Install the Debian packages the tests use, if missing (iproute2, iptables, ethtool, prometheus, containerd, runc, CNI plugins).
 	hack/deps.sh
 
 .PHONY: ansible

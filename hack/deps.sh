@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use, if missing: iproute2 (network
 # namespaces), iptables and ethtool (the agent's tests), prometheus (a real
-# Prometheus 2.42 for the analysis tests), git and make (the build).
+# Prometheus 2.42 for the analysis tests), git and make (the build); the real
+# node of test/node: containerd (with ctr), runc, the CNI plugins (bridge,
+# host-local, portmap, loopback in /usr/lib/cni) and nsenter (util-linux).
 set -euo pipefail
 need=()
-for cmd in ip:iproute2 tc:iproute2 iptables:iptables ethtool:ethtool prometheus:prometheus git:git make:make; do
+for cmd in ip:iproute2 tc:iproute2 iptables:iptables ethtool:ethtool prometheus:prometheus git:git make:make \
+  containerd:containerd ctr:containerd runc:runc nsenter:util-linux; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
 done
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 [ ${#need[@]} -eq 0 ] && exit 0
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
