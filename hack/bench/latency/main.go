@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nettune/nettune/internal/localcp"
 )
 
 // config is the benchmark's parameters (flags).
@@ -83,6 +85,13 @@ func main() {
 	c.burstHosts = splitList(burstHosts)
 	c.arms = splitList(arms)
 
+	// The default paths are the repository's (make runs this from hack/bench).
+	if root, err := localcp.RepoRoot(); err == nil {
+		if err := os.Chdir(root); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-latency: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c); err != nil {

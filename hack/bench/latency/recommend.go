@@ -36,7 +36,7 @@ func newSampler(v *testbed.Vehicle, receiver *testbed.Host) (*sampler, error) {
 		if h == receiver {
 			continue
 		}
-		ns, err := netns.GetFromPath(h.Netns)
+		ns, err := netns.GetFromName(h.Netns)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", h.Name, err)
 		}
