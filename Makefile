@@ -118,6 +118,10 @@ bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs pr
 bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
 	cd hack/bench && $(GO) run ./detection $(BENCH_DETECTION_ARGS)
 
+.PHONY: bench-experiment
+bench-experiment: tools build ## NetTuningExperiments on the simulated fleet (cwnd 10/30/80, rto_min 200/10 ms), each ranking beside the arms' retransmissions, into docs/bench-experiment.md (root, about 25 minutes).
+	cd hack/bench && $(GO) run ./experiment $(BENCH_EXPERIMENT_ARGS)
+
 # The 30,000-node fleet renews its Leases every 4 min (125 writes a second, as
 # 5,000 nodes at the default 40 s): 750 a second is more than this 2-core
 # machine's API server takes. About 1.5 hours.

@@ -1,0 +1,357 @@
+// Command bench-experiment runs NetTuningExperiments on the simulated fleet
+// (real agents on the real kernel, the demo's traffic: topics, incast and
+// UDP bursts into each vehicle's first host) and says how often the
+// experiment's ranking agreed with the wire: each trial is one experiment
+// of a variant set against the control (the shipped v2 revision), with
+// cohorts drawn afresh; beside the experiment's ranking, the trial records
+// each arm's retransmitted segments and RTO timeouts per 1,000 segments
+// sent, read from its hosts' kernel counters over the measurement — the
+// mechanism of slow messages on this testbed, measured without any
+// analysis.
+//
+// It writes docs/bench-experiment.md. Run it with `make bench-experiment`
+// (root; about 25 minutes with the defaults).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/fleet"
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+type config struct {
+	vehicles  int
+	trials    int
+	sets      []string
+	duration  time.Duration
+	threshold time.Duration
+	out       string
+	stateDir  string
+}
+
+// variantSets are the experiments a trial can run.
+var variantSets = map[string]struct {
+	title    string
+	variants []v1alpha1.ExperimentVariant
+}{
+	"cwnd": {"cwnd 10 / 80 against the control's 30", []v1alpha1.ExperimentVariant{
+		{Name: "cwnd10", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 10}, Initcwnd: ptr(int32(10)), Ssthresh: ptr(int32(10))}},
+		{Name: "cwnd80", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 80}, Initcwnd: ptr(int32(25)), Ssthresh: ptr(int32(80))}},
+	}},
+	"rto": {"rto_min 200 ms against the control's 10 ms", []v1alpha1.ExperimentVariant{
+		{Name: "rto200ms", Parameters: v1alpha1.TCPParameters{RTOMin: &metav1.Duration{Duration: 200 * time.Millisecond}}},
+	}},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func main() {
+	var c config
+	var sets string
+	flag.IntVar(&c.vehicles, "vehicles", 6, "vehicles of the simulated fleet (3 hosts each)")
+	flag.IntVar(&c.trials, "trials", 3, "experiments per variant set")
+	flag.StringVar(&sets, "sets", "cwnd,rto", "variant sets (cwnd, rto)")
+	flag.DurationVar(&c.duration, "duration", 2*time.Minute, "each experiment's duration")
+	flag.DurationVar(&c.threshold, "threshold", 50*time.Millisecond, "the judge's latency threshold (the demo's is 200ms)")
+	flag.StringVar(&c.out, "out", "docs/bench-experiment.md", "report to write")
+	flag.StringVar(&c.stateDir, "state-dir", "", "keep the fleet's state here (default: a temporary directory, removed)")
+	flag.Parse()
+	c.sets = strings.Split(sets, ",")
+	if err := run(c); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-experiment: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// trial is one experiment's outcome.
+type trial struct {
+	set      string
+	ranking  []string // the experiment's, best first (arm, or arm* when stopped)
+	winner   string
+	stopped  map[string]time.Duration // arm -> when it was stopped, after measuringSince
+	physics  map[string]armPhysics
+	order    []string // the arms by retransmissions per 1,000 segments, fewest first
+	agree    bool
+	took     time.Duration
+	messages map[string]int64
+}
+
+type armPhysics struct {
+	outSegs, retrans, timeouts int64
+}
+
+func (p armPhysics) retransPer1000() float64 {
+	if p.outSegs == 0 {
+		return 0
+	}
+	return 1000 * float64(p.retrans) / float64(p.outSegs)
+}
+
+func run(c config) error {
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the simulated vehicles are network namespaces: run as root")
+	}
+	for _, s := range c.sets {
+		if _, ok := variantSets[s]; !ok {
+			return fmt.Errorf("unknown variant set %q", s)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	base, judge, err := demoBase(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
+	if err != nil {
+		return err
+	}
+	judge.Judge.Threshold = &metav1.Duration{Duration: c.threshold}
+	dir := c.stateDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "nettune-bench-experiment-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	f, err := fleet.Start(ctx, fleet.Options{Dir: dir, Vehicles: fleet.DefaultVehicles(c.vehicles), Topics: fleet.DemoTopics, Progress: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	stopTraffic := f.StartTraffic(ctx)
+	defer stopTraffic()
+	cl := f.CP.Client
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "xavier-lan"}, Spec: base}
+	if err := cl.Create(ctx, p); err != nil {
+		return err
+	}
+	var trials []trial
+	n := 0
+	for t := range c.trials {
+		for _, set := range c.sets {
+			n++
+			tr, err := runTrial(ctx, f, c, fmt.Sprintf("%s-%d", set, t+1), set, judge)
+			if err != nil {
+				return fmt.Errorf("trial %s-%d: %w\n%s", set, t+1, err, f.Evidence(ctx))
+			}
+			trials = append(trials, tr)
+			fmt.Printf("[%5s] trial %d/%d %s: ranking %v (winner %s); by retransmissions %v; agree %v\n",
+				time.Since(began).Round(time.Second), n, c.trials*len(c.sets), set, tr.ranking, tr.winner, tr.order, tr.agree)
+			if err := writeReport(c, trials, time.Since(began), began); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// demoBase is the demo's v2 content (no rollout) and its judge.
+func demoBase(path string) (v1alpha1.NetTuningProfileSpec, v1alpha1.AnalysisSpec, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return v1alpha1.NetTuningProfileSpec{}, v1alpha1.AnalysisSpec{}, err
+	}
+	var p v1alpha1.NetTuningProfile
+	if err := yaml.UnmarshalStrict(raw, &p); err != nil {
+		return p.Spec, v1alpha1.AnalysisSpec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, a := range p.Spec.Rollout.Analyses {
+		if a.Name == "slow-messages" && a.Judge != nil {
+			spec := *p.Spec.DeepCopy()
+			spec.Rollout = nil
+			return spec, *a.DeepCopy(), nil
+		}
+	}
+	return p.Spec, v1alpha1.AnalysisSpec{}, fmt.Errorf("%s: no slow-messages judge", path)
+}
+
+func runTrial(ctx context.Context, f *fleet.Fleet, c config, name, set string, judge v1alpha1.AnalysisSpec) (trial, error) {
+	cl := f.CP.Client
+	began := time.Now()
+	tr := trial{set: set, stopped: map[string]time.Duration{}, physics: map[string]armPhysics{}, messages: map[string]int64{}}
+	x := &v1alpha1.NetTuningExperiment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NetTuningExperimentSpec{
+			Profile: "xavier-lan", MaxPercent: ptr(int32(100)), Duration: metav1.Duration{Duration: c.duration},
+			Variants: variantSets[set].variants, Analysis: judge,
+		},
+	}
+	if err := cl.Create(ctx, x); err != nil {
+		return tr, err
+	}
+	get := func() (*v1alpha1.NetTuningExperiment, error) {
+		x := &v1alpha1.NetTuningExperiment{}
+		return x, cl.Get(ctx, client.ObjectKey{Name: name}, x)
+	}
+	// The hosts' counters are read when every arm is verified and at the
+	// end (or when an arm stops, for that arm).
+	var before map[string]map[string]int64
+	after := map[string]map[string]map[string]int64{}
+	deadline := time.Now().Add(c.duration + 5*time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			return tr, errors.New("the experiment did not complete in time")
+		}
+		if ctx.Err() != nil {
+			return tr, ctx.Err()
+		}
+		time.Sleep(time.Second)
+		x, err := get()
+		if err != nil {
+			return tr, err
+		}
+		if before == nil && x.Status.MeasuringSince != nil {
+			before = snapshot(f)
+		}
+		for _, a := range x.Status.Arms {
+			if a.Phase == v1alpha1.ArmStopped && after[a.Name] == nil {
+				after[a.Name] = snapshot(f)
+				if x.Status.MeasuringSince != nil {
+					tr.stopped[a.Name] = time.Since(x.Status.MeasuringSince.Time)
+				}
+			}
+		}
+		if x.Status.Phase == v1alpha1.ExperimentAborted {
+			return tr, fmt.Errorf("aborted: %s", x.Status.Message)
+		}
+		if x.Status.Phase != v1alpha1.ExperimentCompleted {
+			continue
+		}
+		end := snapshot(f)
+		if before == nil {
+			before = end
+		}
+		for _, res := range x.Status.Results {
+			tr.winner = res.Winner
+			for _, r := range res.Ranking {
+				name := r.Arm
+				if r.Stopped {
+					name += "*"
+				}
+				tr.ranking = append(tr.ranking, name)
+				tr.messages[r.Arm] = r.Total
+			}
+		}
+		for _, a := range x.Status.Arms {
+			snap := end
+			if s, ok := after[a.Name]; ok {
+				snap = s
+			}
+			var ph armPhysics
+			for _, co := range a.Cohorts {
+				for _, v := range co.Vehicles {
+					ph.outSegs += snap[v]["Tcp.OutSegs"] - before[v]["Tcp.OutSegs"]
+					ph.retrans += snap[v]["Tcp.RetransSegs"] - before[v]["Tcp.RetransSegs"]
+					ph.timeouts += snap[v]["TcpExt.TCPTimeouts"] - before[v]["TcpExt.TCPTimeouts"]
+				}
+			}
+			tr.physics[a.Name] = ph
+			tr.order = append(tr.order, a.Name)
+		}
+		sort.SliceStable(tr.order, func(i, j int) bool {
+			return tr.physics[tr.order[i]].retransPer1000() < tr.physics[tr.order[j]].retransPer1000()
+		})
+		var ranked []string
+		for _, r := range tr.ranking {
+			ranked = append(ranked, strings.TrimSuffix(r, "*"))
+		}
+		tr.agree = strings.Join(ranked, ",") == strings.Join(tr.order, ",")
+		tr.took = time.Since(began)
+		// The arms' profiles are deleted by the controller; wait until the
+		// fleet is back on the base before the next trial.
+		for time.Now().Before(deadline) {
+			var list v1alpha1.NetTuningProfileList
+			if err := cl.List(ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: name}); err == nil && len(list.Items) == 0 {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		time.Sleep(10 * time.Second) // the agents move back; the next trial's base must be stable
+		return tr, nil
+	}
+}
+
+// snapshot reads every vehicle's kernel counters, summed over its hosts.
+func snapshot(f *fleet.Fleet) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for name, v := range f.Vehicles {
+		m := map[string]int64{}
+		for _, h := range v.Hosts {
+			c, err := h.TCPCounters()
+			if err != nil {
+				continue
+			}
+			for _, k := range []string{"Tcp.OutSegs", "Tcp.RetransSegs", "TcpExt.TCPTimeouts"} {
+				m[k] += c.All[k]
+			}
+		}
+		out[name] = m
+	}
+	return out
+}
+
+func writeReport(c config, trials []trial, took time.Duration, began time.Time) error {
+	var s strings.Builder
+	fmt.Fprintf(&s, "# Experiments on the simulated fleet\n\n")
+	fmt.Fprintf(&s, "Produced by `make bench-experiment` (`cd hack/bench && go run ./experiment`, root) on %s; %d trials in %s. Fleet: %d vehicles of 3 hosts (real agents on the real kernel), the demo's traffic (topics, TCP incast and UDP bursts into each vehicle's first host through a 128 KB switch port at %s). Base: the shipped v2 content (cwnd 30, rto_min 10 ms); each trial is one NetTuningExperiment with maxPercent 100 (every arm and the control get the same number of vehicles), duration %s, judged by the demo's slow-messages analysis with its threshold at %s.\n\n",
+		began.UTC().Format("2006-01-02 15:04 UTC"), len(trials), took.Round(time.Second), c.vehicles, fleet.LANRate, c.duration, c.threshold)
+	fmt.Fprintf(&s, "The wire's order: the arms by retransmitted segments per 1,000 sent (`Tcp.RetransSegs / Tcp.OutSegs` of their hosts' namespaces over the measurement, until an arm was stopped), fewest first, read without any analysis. A trial agrees when the experiment's ranking is that order.\n\n")
+	agree := map[string][2]int{}
+	for _, t := range trials {
+		a := agree[t.set]
+		a[1]++
+		if t.agree {
+			a[0]++
+		}
+		agree[t.set] = a
+	}
+	for _, set := range c.sets {
+		a := agree[set]
+		fmt.Fprintf(&s, "- **%s** (%s): the ranking agreed with the wire in **%d of %d** trials.\n", set, variantSets[set].title, a[0], a[1])
+	}
+	fmt.Fprintf(&s, "\n| trial | ranking (best first; * stopped early) | winner | stopped after measuring began | by retransmissions per 1,000 segments | RTO timeouts | messages judged | agree |\n|---|---|---|---|---|---|---|---|\n")
+	for i, t := range trials {
+		var stopped, phys, rto, msgs []string
+		for arm, d := range t.stopped {
+			stopped = append(stopped, fmt.Sprintf("%s %s", arm, d.Round(time.Second)))
+		}
+		sort.Strings(stopped)
+		for _, arm := range t.order {
+			p := t.physics[arm]
+			phys = append(phys, fmt.Sprintf("%s %.1f", arm, p.retransPer1000()))
+			rto = append(rto, fmt.Sprintf("%s %d", arm, p.timeouts))
+			msgs = append(msgs, fmt.Sprintf("%s %d", arm, t.messages[arm]))
+		}
+		fmt.Fprintf(&s, "| %d %s | %s | %s | %s | %s | %s | %s | %v |\n", i+1, t.set, strings.Join(t.ranking, ", "), t.winner,
+			orDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree)
+	}
+	return os.WriteFile(c.out, []byte(s.String()), 0o644)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
