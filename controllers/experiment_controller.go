@@ -280,7 +280,7 @@ func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTunin
 	if err != nil {
 		return ctrl.Result{}, stall("InvalidSelector", "profile %s: %v", base.Name, err)
 	}
-	var only labels.Selector = labels.Everything()
+	only := labels.Everything()
 	if exp.Spec.Selector != nil {
 		if only, err = metav1.LabelSelectorAsSelector(exp.Spec.Selector); err != nil {
 			return ctrl.Result{}, stall("InvalidSelector", "spec.selector: %v", err)

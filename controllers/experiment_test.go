@@ -69,7 +69,7 @@ func cwndVariant(name string, cwnd, initcwnd int32) v1alpha1.ExperimentVariant {
 }
 
 // messagePusher writes probe messages for every vehicle of a running
-// experiment, labelled with the revision the vehicle runs, each slower than
+// experiment, labeled with the revision the vehicle runs, each slower than
 // the 10 ms threshold with its arm's probability, as the agents' Loki
 // shipping does.
 type messagePusher struct {
