@@ -35,9 +35,9 @@ const (
 	NetNSPath  = "/run/netns/" + NetNSName
 	HostVeth   = "ntnode0"
 	NodeVeth   = "eth0"
-	HostIP     = "10.201.0.1" // the API server, on this machine's side
-	NodeIP     = "10.201.0.2" // the node's InternalIP, inside its namespace
-	PodCIDR    = "10.202.0.0/24"
+	HostIP     = "10.247.0.1" // the API server, on this machine's side
+	NodeIP     = "10.247.0.2" // the node's InternalIP, inside its namespace
+	PodCIDR    = "10.249.0.0/24"
 	ServiceIP  = "10.96.0.1" // the kubernetes Service
 	APIPort    = 6443
 	CgroupRoot = "/nettune-node"

@@ -52,7 +52,7 @@ const (
 	agentSA   = "nettune-agent"
 	ctrlDep   = "nettune-controller"
 	// The profile's route: created by the agent on the node's eth0.
-	routeDst = "10.203.0.0/24"
+	routeDst = "10.248.0.0/24"
 	// A per-namespace sysctl the profile sets; the node's namespace
 	// starts with the kernel default, and this machine's stays as it is.
 	sysctlName  = "net.ipv4.tcp_notsent_lowat"
