@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/controllers/render"
 	"github.com/nettune/nettune/test/testbed"
 )
@@ -303,16 +304,26 @@ func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) erro
 		}
 		return nil
 	}
-	d := a.Profile.Spec.Defaults
-	want := []string{
-		fmt.Sprintf("cwnd lock %d", d.Cwnd.Value),
-		fmt.Sprintf("initcwnd %d", *d.Initcwnd),
-		fmt.Sprintf("initrwnd %d", *d.Initrwnd),
-		fmt.Sprintf("rto_min lock %dms", d.RTOMin.Milliseconds()),
-		"quickack 1",
-	}
-	if d.Cwnd.Lock != nil && !*d.Cwnd.Lock {
-		want[0] = fmt.Sprintf("cwnd %d", d.Cwnd.Value)
+	// The parameters of the route to a peer: the defaults with the host
+	// pairs that match (from this host or "*", to the peer or "*") over them.
+	wantFor := func(peer string) []string {
+		d := a.Profile.Spec.Defaults.DeepCopy()
+		for _, hp := range a.Profile.Spec.HostPairs {
+			if hp.Parameters != nil && (hp.From == "*" || hp.From == h.Name) && (hp.To == "*" || hp.To == peer) {
+				experiment.Patch(d, *hp.Parameters)
+			}
+		}
+		want := []string{
+			fmt.Sprintf("cwnd lock %d", d.Cwnd.Value),
+			fmt.Sprintf("initcwnd %d", *d.Initcwnd),
+			fmt.Sprintf("initrwnd %d", *d.Initrwnd),
+			fmt.Sprintf("rto_min lock %dms", d.RTOMin.Milliseconds()),
+			"quickack 1",
+		}
+		if d.Cwnd.Lock != nil && !*d.Cwnd.Lock {
+			want[0] = fmt.Sprintf("cwnd %d", d.Cwnd.Value)
+		}
+		return want
 	}
 	for _, p := range v.Hosts {
 		if p == h {
@@ -322,7 +333,7 @@ func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) erro
 		if !ok {
 			return fmt.Errorf("arm %s: host %s has no route to %s (%s):\n%s", a.Name, h.Name, p.Name, p.Addr, table)
 		}
-		for _, w := range want {
+		for _, w := range wantFor(p.Name) {
 			if !strings.Contains(l, w) {
 				return fmt.Errorf("arm %s: host %s route to %s lacks %q: %q", a.Name, h.Name, p.Name, w, l)
 			}
