@@ -130,6 +130,7 @@ func run(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	setMemoryLimit(ctrl.Log.WithName("setup"), "/sys/fs/cgroup")
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
