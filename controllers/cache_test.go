@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -395,4 +396,145 @@ func TestTrimForCacheShares(t *testing.T) {
 	if len(table.m) != 3 || !same(table.get(word(1)), table.get(word(1))) || same(table.get(word(4)), table.get(word(4))) {
 		t.Fatalf("table of %d strings past its cap of 3: %v", len(table.m), table.m)
 	}
+}
+
+// BenchmarkTrimForCacheHeap reports the heap each cached object takes, as
+// the cache gets it (a NodeNetTuning decoded from JSON, a Node and a Lease
+// from protobuf, as the API server sends them) and trimmed, for a node of
+// the scale benchmark's fleet (5 hosts a vehicle, the agent's status with
+// five conditions and an item per route, the agent's Lease). Run with
+// -benchtime=1x: go test ./controllers -run '^$' -bench TrimForCacheHeap -benchtime 1x.
+func BenchmarkTrimForCacheHeap(b *testing.B) {
+	const n = 20000
+	for _, kind := range []string{"nodenettuning", "node", "lease"} {
+		for _, trim := range []bool{false, true} {
+			name := kind + "/as-sent"
+			if trim {
+				name = kind + "/trimmed"
+			}
+			b.Run(name, func(b *testing.B) {
+				raw := make([][]byte, n)
+				for i := range raw {
+					var err error
+					switch kind {
+					case "nodenettuning":
+						raw[i], err = json.Marshal(benchNodeNetTuning(i/5, i%5))
+					case "node":
+						raw[i], err = benchNode(i/5, i%5).Marshal()
+					case "lease":
+						raw[i], err = benchLease(i/5, i%5).Marshal()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				for b.Loop() {
+					before := heapInUse()
+					keep := make([]any, n)
+					for i := range raw {
+						var o any
+						var err error
+						switch kind {
+						case "nodenettuning":
+							nnt := &v1alpha1.NodeNetTuning{}
+							err = json.Unmarshal(raw[i], nnt)
+							o = nnt
+						case "node":
+							node := &corev1.Node{}
+							err = node.Unmarshal(raw[i])
+							o = node
+						case "lease":
+							l := &coordinationv1.Lease{}
+							err = l.Unmarshal(raw[i])
+							o = l
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						if trim {
+							o, _ = TrimForCache(o)
+						}
+						keep[i] = o
+					}
+					b.ReportMetric(float64(heapInUse()-before)/n, "bytes/object")
+					runtime.KeepAlive(keep)
+				}
+				runtime.KeepAlive(raw)
+			})
+		}
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// benchNode is host h of vehicle i as the scale benchmark creates it.
+func benchNode(i, h int) *corev1.Node {
+	v := fmt.Sprintf("av-%05d", i)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-h%d", v, h), UID: types2UID(i*10 + h), ResourceVersion: fmt.Sprint(100000 + i*10 + h),
+			CreationTimestamp: metav1.Now(),
+			Labels:            map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: fmt.Sprintf("h%d", h), v1alpha1.DefaultHardwareLabel: "orin"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/hardware":{},"f:nettune.io/host":{},"f:nettune.io/vehicle":{}}}}`)}}}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", (i/256)%256, i%256, h+1)}}},
+	}
+}
+
+// benchNodeNetTuning is the NodeNetTuning of host h of vehicle i as the
+// renderer writes it for the scale benchmark's profile and its simulated
+// agent reports it.
+func benchNodeNetTuning(i, h int) *v1alpha1.NodeNetTuning {
+	lock := true
+	spec := &v1alpha1.NetTuningProfileSpec{Defaults: &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30, Lock: &lock}, RTOMin: &metav1.Duration{Duration: 10 * time.Millisecond}}}
+	var nodes []render.Node
+	for k := range 5 {
+		nodes = append(nodes, render.NodeFromCore(benchNode(i, k)))
+	}
+	res := render.Render(nodes[h], nodes, []render.Input{{Profile: "fleet-scale", Revision: "fleet-scale-745d0378df", Spec: spec}})
+	node := benchNode(i, h)
+	nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: types2UID(1_000_000 + i*10 + h), ResourceVersion: fmt.Sprint(200000 + i*10 + h),
+		Generation: 2, CreationTimestamp: metav1.Now(),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: &lock, BlockOwnerDeletion: &lock}},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nettune-controller", Operation: "Update", APIVersion: "nettune.io/v1alpha1", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:ownerReferences":{}},"f:spec":{".":{},"f:peers":{},"f:profiles":{},"f:revision":{},"f:routes":{}}}`)}},
+			{Manager: "scale", Operation: "Update", APIVersion: "nettune.io/v1alpha1", Subresource: "status", FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:appliedRevision":{},"f:conditions":{},"f:items":{},"f:lastHeartbeatTime":{},"f:observedGeneration":{}}}`)}}}},
+		Spec: res.Spec}
+	st := &nnt.Status
+	st.ObservedGeneration, st.AppliedRevision = 2, nnt.Spec.Revision
+	now := metav1.Now()
+	st.LastHeartbeatTime = &now
+	for _, r := range nnt.Spec.Routes {
+		st.Items = append(st.Items, v1alpha1.ItemResult{Kind: "Route", Name: r.Destination, State: "Verified"})
+	}
+	for _, c := range []metav1.Condition{
+		{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "revision " + nnt.Spec.Revision + " is in force"},
+		{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, Reason: "Verified", Message: "every item read back as desired and the local probes passed"},
+		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsDesired"},
+		{Type: v1alpha1.ConditionRolledBack, Status: metav1.ConditionFalse, Reason: "Committed"},
+		{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, Reason: "NoDrift", Message: "0 drift repair(s) since the agent started"},
+	} {
+		c.ObservedGeneration, c.LastTransitionTime = 2, now
+		st.Conditions = append(st.Conditions, c)
+	}
+	return nnt
+}
+
+// benchLease is the agent Lease of host h of vehicle i.
+func benchLease(i, h int) *coordinationv1.Lease {
+	name := benchNode(i, h).Name
+	d := int32(720)
+	t := metav1.NewMicroTime(time.Now())
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "nettune-system", UID: types2UID(2_000_000 + i*10 + h),
+		ResourceVersion: fmt.Sprint(300000 + i*10 + h), CreationTimestamp: metav1.Now(),
+		Labels: map[string]string{v1alpha1.AgentLeaseLabel: name},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/agent-lease":{}}},"f:spec":{"f:acquireTime":{},"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)}}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &d, AcquireTime: &t, RenewTime: &t}}
 }
