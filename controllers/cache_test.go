@@ -481,7 +481,7 @@ func benchNode(i, h int) *corev1.Node {
 			CreationTimestamp: metav1.Now(),
 			Labels:            map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: fmt.Sprintf("h%d", h), v1alpha1.DefaultHardwareLabel: "orin"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/hardware":{},"f:nettune.io/host":{},"f:nettune.io/vehicle":{}}}}`)}}}},
+				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/hardware":{},"f:nettune.io/host":{},"f:nettune.io/vehicle":{}}}}`)}}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", (i/256)%256, i%256, h+1)}}},
 	}
 }
@@ -502,9 +502,9 @@ func benchNodeNetTuning(i, h int) *v1alpha1.NodeNetTuning {
 		Generation: 2, CreationTimestamp: metav1.Now(),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: &lock, BlockOwnerDeletion: &lock}},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "nettune-controller", Operation: "Update", APIVersion: "nettune.io/v1alpha1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:ownerReferences":{}},"f:spec":{".":{},"f:peers":{},"f:profiles":{},"f:revision":{},"f:routes":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:ownerReferences":{}},"f:spec":{".":{},"f:peers":{},"f:profiles":{},"f:revision":{},"f:routes":{}}}`)},
 			{Manager: "scale", Operation: "Update", APIVersion: "nettune.io/v1alpha1", Subresource: "status", FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:appliedRevision":{},"f:conditions":{},"f:items":{},"f:lastHeartbeatTime":{},"f:observedGeneration":{}}}`)}}}},
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{".":{},"f:appliedRevision":{},"f:conditions":{},"f:items":{},"f:lastHeartbeatTime":{},"f:observedGeneration":{}}}`)}}},
 		Spec: res.Spec}
 	st := &nnt.Status
 	st.ObservedGeneration, st.AppliedRevision = 2, nnt.Spec.Revision
@@ -535,6 +535,6 @@ func benchLease(i, h int) *coordinationv1.Lease {
 		ResourceVersion: fmt.Sprint(300000 + i*10 + h), CreationTimestamp: metav1.Now(),
 		Labels: map[string]string{v1alpha1.AgentLeaseLabel: name},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/agent-lease":{}}},"f:spec":{"f:acquireTime":{},"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)}}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/agent-lease":{}}},"f:spec":{"f:acquireTime":{},"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)}}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &d, AcquireTime: &t, RenewTime: &t}}
 }
