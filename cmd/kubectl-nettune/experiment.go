@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -253,31 +255,42 @@ func (c *cli) adopt(ctx context.Context, name, hardware string) error {
 	if variant == nil {
 		return fmt.Errorf("experiment %s: winner %q is not among its variants", name, winner)
 	}
-	p, err := c.getProfile(ctx, x.Spec.Profile)
-	if err != nil {
-		return err
-	}
-	if rev := fleetmodel.RevisionName(p); rev != x.Status.BaseRevision {
-		return fmt.Errorf("profile %s changed since experiment %s measured against revision %s (its content is now %s): run the experiment again",
-			p.Name, name, x.Status.BaseRevision, rev)
-	}
-	from := fleetmodel.RevisionName(p)
-	p.Spec = *experiment.Overlay(&p.Spec, variant.Parameters)
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[AdoptedAnnotation] = name + "/" + winner
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	// Update carries the resourceVersion read above: a profile changed in
-	// between is not overwritten.
-	if err := cl.Update(ctx, p); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("profile %s changed while adopt ran; run it again", p.Name)
+	// The controller writes the profile's status all the time, and every
+	// write moves its resourceVersion: an Update that conflicts is tried
+	// again on a fresh read, as long as the content is still the revision
+	// the experiment measured against (a spec changed in between is never
+	// overwritten: its revision differs).
+	var p *v1alpha1.NetTuningProfile
+	var from string
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if p, err = c.getProfile(ctx, x.Spec.Profile); err != nil {
+			return err
 		}
-		return fmt.Errorf("profile %s: adopting variant %s: %w", p.Name, winner, err)
+		if from = fleetmodel.RevisionName(p); from != x.Status.BaseRevision {
+			return fmt.Errorf("profile %s changed since experiment %s measured against revision %s (its content is now %s): run the experiment again",
+				p.Name, name, x.Status.BaseRevision, from)
+		}
+		p.Spec = *experiment.Overlay(&p.Spec, variant.Parameters)
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AdoptedAnnotation] = name + "/" + winner
+		return cl.Update(ctx, p)
+	})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("profile %s kept changing while adopt ran; run it again", x.Spec.Profile)
+		}
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return fmt.Errorf("profile %s: adopting variant %s: %w", x.Spec.Profile, winner, err)
+		}
+		return err
 	}
 	how := "every selected vehicle at once (the profile has no spec.rollout)"
 	if p.Spec.Rollout != nil {
