@@ -148,7 +148,15 @@ func TestRolloutEventsLogged(t *testing.T) {
 		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.FailedRevision == r3
 	})
 
+	// The controller announces after its status patch is written: the
+	// rollback's line follows the status the wait above saw.
 	lines := mem.all()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); lines = mem.all() {
+		if slices.ContainsFunc(lines, func(l memLine) bool { return l.line.Event == "RolledBack" && l.line.Revision == r3 }) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	byEvent := map[string][]controllers.RolloutEventLine{}
 	for _, l := range lines {
 		if want := map[string]string{"job": "nettune-controller", "profile": "xavier-lan"}; !maps.Equal(l.labels, want) {
