@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 )
 
 // demoAnalyses reads the judge and the TCP guard of the demo's v2 profile.
@@ -51,9 +52,26 @@ func demoAnalyses(t *testing.T) (judge, guard v1alpha1.AnalysisSpec) {
 func TestExperiment(t *testing.T) {
 	evidence(t)
 	ctx := context.Background()
-	if err := f.CP.Client.Get(ctx, client.ObjectKey{Name: profile}, &v1alpha1.NetTuningProfile{}); err != nil {
+	// TestE2E ends on a revision its agents rolled back: the profile's
+	// content is that revision, not the stable one. An experiment starts
+	// from stable content, so bring it back as a user would.
+	existing := &v1alpha1.NetTuningProfile{}
+	if err := f.CP.Client.Get(ctx, client.ObjectKey{Name: profile}, existing); err != nil {
 		// Run alone (-run TestExperiment): the stage-1 profile is the base.
 		apply(t, "01-xavier-lan-v1.yaml")
+	} else if fleetmodel.RevisionName(existing) != existing.Status.StableRevision {
+		for attempt := 1; ; attempt++ {
+			out, err := f.Plugin(ctx, "undo", profile)
+			if err == nil {
+				t.Logf("kubectl nettune undo %s: %s", profile, strings.TrimSpace(out))
+				break
+			}
+			if attempt == 5 {
+				t.Fatal(err)
+			}
+			t.Logf("kubectl nettune undo %s (attempt %d): %v", profile, attempt, err)
+			time.Sleep(time.Second)
+		}
 	}
 	base := waitProfile(t, 3*time.Minute, "the base stable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.StableRevision != "" && p.Status.CurrentRevision == p.Status.StableRevision
