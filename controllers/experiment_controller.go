@@ -234,7 +234,7 @@ func (r *ExperimentReconciler) step(ctx context.Context, exp *v1alpha1.NetTuning
 		return r.abort(ctx, exp, fmt.Sprintf("the base profile %s moved from revision %s (stable %s, current %s): the control no longer runs what the variants patch",
 			base.Name, st.BaseRevision, base.Status.StableRevision, base.Status.CurrentRevision))
 	}
-	return r.run(ctx, exp, base)
+	return r.run(ctx, exp)
 }
 
 // stableBase says why base is not ready to be experimented on, "" when it is.
@@ -426,7 +426,7 @@ func (r *ExperimentReconciler) abort(ctx context.Context, exp *v1alpha1.NetTunin
 
 // run advances a running experiment: arms verified, measurements due,
 // arms stopped, the end.
-func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
+func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
 	st := &exp.Status
 	now := r.Now()
 	requeue := time.Duration(0)
@@ -505,7 +505,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 	ending := !end.IsZero() && !now.Before(end)
 	due := st.LastMeasured == nil || !now.Before(st.LastMeasured.Add(interval)) || ending
 	if due && measuring > 0 {
-		r.measure(ctx, exp, base, revisions, now)
+		r.measure(ctx, exp, revisions, now)
 		t := metav1.NewTime(now)
 		st.LastMeasured = &t
 	}
@@ -560,7 +560,7 @@ func experimentSpec(spec *v1alpha1.AnalysisSpec, d time.Duration) *v1alpha1.Anal
 
 // measure takes one measurement of every measuring arm and model against
 // the control of that model, and stops the arms an analysis fails.
-func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile, revisions map[string]string, now time.Time) {
+func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string, now time.Time) {
 	st := &exp.Status
 	control := map[string][]string{}
 	var controlArm *v1alpha1.ExperimentArm
@@ -641,17 +641,7 @@ func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTun
 }
 
 func (r *ExperimentReconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
-	address := r.LokiAddress
-	if spec.Provider == v1alpha1.ProviderPrometheus {
-		address = r.PrometheusAddress
-	}
-	if spec.Address != nil && *spec.Address != "" {
-		address = *spec.Address
-	}
-	q, err := r.Queriers(spec.Provider, address)
-	if err == nil && address == "" {
-		err = fmt.Errorf("analysis %s: no %s address (set its address or the controller's default)", spec.Name, spec.Provider)
-	}
+	q, err := analysisQuerier(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "its address")
 	if err != nil {
 		return analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
 	}

@@ -63,6 +63,24 @@ func HTTPQueriers(c *http.Client) QuerierFactory {
 	}
 }
 
+// analysisQuerier is the client of spec's provider: at spec.address, else at
+// the controller's default for the provider (loki or prom); field names
+// where an analysis sets its address, for the error when there is none.
+func analysisQuerier(queriers QuerierFactory, loki, prom string, spec *v1alpha1.AnalysisSpec, field string) (analysis.Querier, error) {
+	address := loki
+	if spec.Provider == v1alpha1.ProviderPrometheus {
+		address = prom
+	}
+	if spec.Address != nil && *spec.Address != "" {
+		address = *spec.Address
+	}
+	q, err := queriers(spec.Provider, address)
+	if err == nil && address == "" {
+		err = fmt.Errorf("analysis %s: no %s address (set %s or the controller's default)", spec.Name, spec.Provider, field)
+	}
+	return q, err
+}
+
 // ProfileReconciler rolls a NetTuningProfile out: it keeps its revisions,
 // asks the planner which vehicle gets which revision, runs the analyses the
 // planner asks for, and records the decision in status.assignments. It writes
@@ -326,18 +344,8 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 	if due, _ := analysis.Due(prev, spec, now); !due {
 		return st, nil, false
 	}
-	address := r.LokiAddress
-	if spec.Provider == v1alpha1.ProviderPrometheus {
-		address = r.PrometheusAddress
-	}
-	if spec.Address != nil && *spec.Address != "" {
-		address = *spec.Address
-	}
 	var meas analysis.Measurement
-	q, err := r.Queriers(spec.Provider, address)
-	if err == nil && address == "" {
-		err = fmt.Errorf("analysis %s: no %s address (set spec.rollout.analyses[].address or the controller's default)", spec.Name, spec.Provider)
-	}
+	q, err := analysisQuerier(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "spec.rollout.analyses[].address")
 	if err != nil {
 		meas = analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
 	} else {
