@@ -20,13 +20,19 @@ type ArmCounts struct {
 }
 
 // Rank orders the arms of one hardware model, control included (its row
-// has Arm == v1alpha1.ControlArm and its own counts as Slow/Total), by the
-// Jeffreys posterior mean of their slow share, best first; arms without
-// messages go last, unnumbered. Each variant's effect is its share minus the
-// control's of the same window, in percentage points, with the central
-// credible interval at confidence; probBetter is P(arm's share < control's)
-// and probAboveNext P(this arm's share < the next arm's), under independent
-// Jeffreys posteriors (analysis.ProbDiffExceeds).
+// has Arm == v1alpha1.ControlArm and its own counts as Slow/Total), best
+// first: the arms still running (and the control) before the arms stopped
+// (an arm stops when the judge finds it worse than the control), each group
+// by its effect against the control over the arm's own window — the Jeffreys
+// posterior mean of its slow share minus the control's of the same window;
+// the control's effect is 0. A stopped arm's window ends when it stopped,
+// so its raw share is not comparable with the others'; the effect is. Arms
+// without messages go last, unnumbered. Each variant's Effect is its share
+// minus the control's of the same window, in percentage points, with the
+// central credible interval at confidence; probBetter is P(arm's share <
+// control's) and probAboveNext P(this arm's share < the next arm's), the
+// latter only between arms measured over the same window (neither
+// stopped), under independent Jeffreys posteriors (analysis.ProbDiffExceeds).
 //
 // The winner is the best-ranked variant that was not stopped whose
 // probBetter reaches 1-(1-confidence)/v, v the number of variants (a
@@ -35,16 +41,31 @@ type ArmCounts struct {
 // 1-confidence); control when none does.
 func Rank(rows []ArmCounts, confidence float64) (ranking []v1alpha1.ArmRanking, winner string) {
 	rows = append([]ArmCounts{}, rows...)
-	mean := func(r ArmCounts) float64 {
+	mean := func(slow, total int64) float64 { return (float64(slow) + 0.5) / (float64(total) + 1) }
+	effect := func(r ArmCounts) float64 {
 		if r.Total <= 0 {
 			return math.Inf(1)
 		}
-		return (float64(r.Slow) + 0.5) / (float64(r.Total) + 1)
+		if r.Arm == v1alpha1.ControlArm || r.ControlTotal <= 0 {
+			return 0
+		}
+		return mean(r.Slow, r.Total) - mean(r.ControlSlow, r.ControlTotal)
+	}
+	group := func(r ArmCounts) int {
+		switch {
+		case r.Total <= 0:
+			return 2
+		case r.Stopped:
+			return 1
+		}
+		return 0
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		mi, mj := mean(rows[i]), mean(rows[j])
-		if mi != mj {
-			return mi < mj
+		if gi, gj := group(rows[i]), group(rows[j]); gi != gj {
+			return gi < gj
+		}
+		if ei, ej := effect(rows[i]), effect(rows[j]); ei != ej {
+			return ei < ej
 		}
 		return rows[i].Arm < rows[j].Arm
 	})
@@ -72,7 +93,7 @@ func Rank(rows []ArmCounts, confidence float64) (ranking []v1alpha1.ArmRanking, 
 					winner = r.Arm
 				}
 			}
-			if i+1 < len(rows) && rows[i+1].Total > 0 {
+			if i+1 < len(rows) && rows[i+1].Total > 0 && !r.Stopped && !rows[i+1].Stopped {
 				n := rows[i+1]
 				out.ProbAboveNext = num(analysis.ProbDiffExceeds(n.Slow, n.Total, r.Slow, r.Total, 0))
 			}
