@@ -625,8 +625,14 @@ func (f *Fleet) StartTraffic(ctx context.Context) (stop func()) {
 type Traffic struct {
 	IncastBytes int
 	IncastEvery time.Duration
-	FloodBytes  int
-	FloodEvery  time.Duration
+	// IncastReconnect, when set, closes the incast's connections and opens
+	// new ones this often (as an application that connects per transfer
+	// would): a socket takes its route's cwnd clamp when it connects, so a
+	// changed clamp reaches a long-lived connection only when it reconnects
+	// (rto_min and initcwnd are read from the route as the socket runs).
+	IncastReconnect time.Duration
+	FloodBytes      int
+	FloodEvery      time.Duration
 }
 
 // DemoTraffic is StartTraffic's.
@@ -653,7 +659,16 @@ func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 		}
 		if t.IncastBytes > 0 {
 			keep(func() error {
-				_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+				if t.IncastReconnect <= 0 {
+					_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+					return err
+				}
+				rctx, cancel := context.WithTimeout(ctx, t.IncastReconnect)
+				defer cancel()
+				_, err := testbed.Burst(rctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+				if rctx.Err() != nil && ctx.Err() == nil {
+					return nil // its time to reconnect, not a failure
+				}
 				return err
 			})
 		}

@@ -53,11 +53,20 @@ var variantSets = map[string]struct {
 	// better: what makes messages slow when these parameters change.
 	wire      func(arm string, p armPhysics) float64
 	wireTitle string
+	// traffic is what runs in every vehicle during the set's trials: the
+	// mechanism the set's parameters act on.
+	traffic      fleet.Traffic
+	trafficTitle string
+	// threshold is the judge's latency threshold for the set's trials.
+	threshold time.Duration
 }{
 	"cwnd": {"cwnd 10 / 80 against the control's 30", []v1alpha1.ExperimentVariant{
 		{Name: "cwnd10", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 10}, Initcwnd: ptr(int32(10)), Ssthresh: ptr(int32(10))}},
 		{Name: "cwnd80", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 80}, Initcwnd: ptr(int32(25)), Ssthresh: ptr(int32(80))}},
-	}, func(_ string, p armPhysics) float64 { return p.retransPer1000() }, "retransmitted segments per 1,000 sent (the clamp decides how much the port drops)"},
+	}, func(_ string, p armPhysics) float64 { return p.retransPer1000() }, "retransmitted segments per 1,000 sent (the clamp decides how much the port drops)",
+		fleet.Traffic{IncastBytes: 256 << 10, IncastEvery: 100 * time.Millisecond, IncastReconnect: 5 * time.Second},
+		"TCP incast only: the two other hosts write 256 KB each into the first host every 100 ms on connections opened afresh every 5 s (a socket takes its route's cwnd clamp when it connects); two senders' in-flight data fits the 128 KB port at cwnd 10 and 30 and overflows it at 80; no UDP",
+		20 * time.Millisecond},
 	"bad": {"the demo's bad edit (cwnd 1, rto_min 1 s) against the control", []v1alpha1.ExperimentVariant{
 		{Name: "cwnd1-rto1s", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 1}, Initcwnd: ptr(int32(1)), Ssthresh: ptr(int32(1)),
 			RTOMin: &metav1.Duration{Duration: time.Second}}},
@@ -70,7 +79,8 @@ var variantSets = map[string]struct {
 			return 0
 		}
 		return 1000 * float64(p.timeouts) * rto / float64(p.outSegs)
-	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min)"},
+	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min)",
+		fleet.DemoTraffic, demoTrafficTitle, 50 * time.Millisecond},
 	"rto": {"rto_min 200 ms against the control's 10 ms", []v1alpha1.ExperimentVariant{
 		{Name: "rto200ms", Parameters: v1alpha1.TCPParameters{RTOMin: &metav1.Duration{Duration: 200 * time.Millisecond}}},
 	}, func(arm string, p armPhysics) float64 {
@@ -82,8 +92,11 @@ var variantSets = map[string]struct {
 			return 0
 		}
 		return 1000 * float64(p.timeouts) * rto / float64(p.outSegs)
-	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min: rto_min decides how long a loss without fast retransmit waits)"},
+	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min: rto_min decides how long a loss without fast retransmit waits)",
+		fleet.DemoTraffic, demoTrafficTitle, 100 * time.Millisecond},
 }
+
+const demoTrafficTitle = "the demo's: the two other hosts write 64 KB each of TCP into the first host every 100 ms on long-lived connections, and 1 MB each of UDP every 250 ms (twice the port's rate for about 40 ms: the port drops about half of what arrives then, whatever the TCP tuning)"
 
 func ptr[T any](v T) *T { return &v }
 
@@ -94,7 +107,7 @@ func main() {
 	flag.IntVar(&c.trials, "trials", 2, "experiments per variant set")
 	flag.StringVar(&sets, "sets", "bad,cwnd,rto", "variant sets (bad, cwnd, rto)")
 	flag.DurationVar(&c.duration, "duration", 2*time.Minute, "each experiment's duration")
-	flag.DurationVar(&c.threshold, "threshold", 50*time.Millisecond, "the judge's latency threshold (the demo's is 200ms)")
+	flag.DurationVar(&c.threshold, "threshold", 0, "the judge's latency threshold for every set (default: each set's own; the demo's is 200ms)")
 	flag.StringVar(&c.out, "out", "docs/bench-experiment.md", "report to write")
 	flag.StringVar(&c.stateDir, "state-dir", "", "keep the fleet's state here (default: a temporary directory, removed)")
 	flag.Parse()
@@ -107,15 +120,21 @@ func main() {
 
 // trial is one experiment's outcome.
 type trial struct {
-	set      string
-	ranking  []string // the experiment's, best first (arm, or arm* when stopped)
-	winner   string
-	stopped  map[string]time.Duration // arm -> when it was stopped, after measuringSince
-	physics  map[string]armPhysics
-	order    []string // the arms by retransmissions per 1,000 segments, fewest first
-	agree    bool
-	took     time.Duration
-	messages map[string]int64
+	set     string
+	ranking []string // the experiment's, best first (arm, or arm* when stopped)
+	winner  string
+	stopped map[string]time.Duration // arm -> when it was stopped, after measuringSince
+	physics map[string]armPhysics
+	order   []string // the arms by retransmissions per 1,000 segments, fewest first
+	agree   bool
+	// agreeSeparated: the ranking orders every pair of arms the wire
+	// separates (wireSeparates) as the wire does.
+	agreeSeparated bool
+	// worstLast: the wire's worst arm, when the wire separates it from
+	// every other arm, is ranked last (nil: the wire has no clear worst).
+	worstLast *bool
+	took      time.Duration
+	messages  map[string]int64
 	// shares are each arm's slow share (%), with the effect against the
 	// control and its interval for the variants, as the experiment's
 	// status gives them.
@@ -156,7 +175,6 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	judge.Judge.Threshold = &metav1.Duration{Duration: c.threshold}
 	dir := c.stateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "nettune-bench-experiment-"); err != nil {
@@ -169,8 +187,6 @@ func run(c config) error {
 		return err
 	}
 	defer f.Close()
-	stopTraffic := f.StartTraffic(ctx)
-	defer stopTraffic()
 	cl := f.CP.Client
 	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "xavier-lan"}, Spec: base}
 	if err := cl.Create(ctx, p); err != nil {
@@ -181,7 +197,11 @@ func run(c config) error {
 	for t := range c.trials {
 		for _, set := range c.sets {
 			n++
-			tr, err := runTrial(ctx, f, c, fmt.Sprintf("%s-%d", set, t+1), set, judge)
+			j := *judge.DeepCopy()
+			j.Judge.Threshold = &metav1.Duration{Duration: c.thresholdOf(set)}
+			stopTraffic := f.StartTrafficWith(ctx, variantSets[set].traffic)
+			tr, err := runTrial(ctx, f, c, fmt.Sprintf("%s-%d", set, t+1), set, j)
+			stopTraffic()
 			if err != nil {
 				return fmt.Errorf("trial %s-%d: %w\n%s", set, t+1, err, f.Evidence(ctx))
 			}
@@ -194,6 +214,13 @@ func run(c config) error {
 		}
 	}
 	return nil
+}
+
+func (c config) thresholdOf(set string) time.Duration {
+	if c.threshold > 0 {
+		return c.threshold
+	}
+	return variantSets[set].threshold
 }
 
 // demoBase is the demo's v2 content (no rollout) and its judge.
@@ -313,6 +340,30 @@ func runTrial(ctx context.Context, f *fleet.Fleet, c config, name, set string, j
 			ranked = append(ranked, strings.TrimSuffix(r, "*"))
 		}
 		tr.agree = strings.Join(ranked, ",") == strings.Join(tr.order, ",")
+		pos := map[string]int{}
+		for i, r := range ranked {
+			pos[r] = i
+		}
+		measure := func(arm string) float64 { return wire(arm, tr.physics[arm]) }
+		tr.agreeSeparated = true
+		for i, a := range tr.order {
+			for _, b := range tr.order[i+1:] {
+				if wireSeparates(measure(a), measure(b)) && pos[a] > pos[b] {
+					tr.agreeSeparated = false
+				}
+			}
+		}
+		if n := len(tr.order); n > 1 {
+			worst := tr.order[n-1]
+			clear := true
+			for _, a := range tr.order[:n-1] {
+				clear = clear && wireSeparates(measure(a), measure(worst))
+			}
+			if clear {
+				last := len(ranked) > 0 && ranked[len(ranked)-1] == worst
+				tr.worstLast = &last
+			}
+		}
 		tr.took = time.Since(began)
 		// The arms' profiles are deleted by the controller; wait until the
 		// fleet is back on the base before the next trial.
@@ -327,6 +378,11 @@ func runTrial(ctx context.Context, f *fleet.Fleet, c config, name, set string, j
 		return tr, nil
 	}
 }
+
+// wireSeparates says whether the wire's measures of two arms, a <= b,
+// differ clearly: b above twice a plus 0.5 (the judge's own shape of a
+// clear difference, on the wire's scale).
+func wireSeparates(a, b float64) bool { return b > 2*a+0.5 }
 
 // snapshot reads every vehicle's kernel counters, summed over its hosts.
 func snapshot(f *fleet.Fleet) map[string]map[string]int64 {
@@ -350,19 +406,29 @@ func snapshot(f *fleet.Fleet) map[string]map[string]int64 {
 func writeReport(c config, trials []trial, took time.Duration, began time.Time) error {
 	var s strings.Builder
 	fmt.Fprintf(&s, "# Experiments on the simulated fleet\n\n")
-	fmt.Fprintf(&s, "Produced by `make bench-experiment` (`cd hack/bench && go run ./experiment`, root) on %s; %d trials in %s. Fleet: %d vehicles of 3 hosts (real agents on the real kernel), the demo's traffic (topics, TCP incast and UDP bursts into each vehicle's first host through a 128 KB switch port at %s). Base: the shipped v2 content (cwnd 30, rto_min 10 ms); each trial is one NetTuningExperiment with maxPercent 100 (every arm and the control get the same number of vehicles), duration %s, judged by the demo's slow-messages analysis with its threshold at %s.\n\n",
-		began.UTC().Format("2006-01-02 15:04 UTC"), len(trials), took.Round(time.Second), c.vehicles, fleet.LANRate, c.duration, c.threshold)
-	fmt.Fprintf(&s, "The wire's order is read from the arms' hosts' kernel counters (their network namespaces, over the measurement, until an arm was stopped), without any analysis, smallest first. A trial agrees when the experiment's ranking is that order.\n\n")
+	fmt.Fprintf(&s, "Produced by `make bench-experiment` (`cd hack/bench && go run ./experiment`, root) on %s; %d trials in %s. Fleet: %d vehicles of 3 hosts (real agents on the real kernel), the demo's topics (16 KB messages at 40 Hz from every host to every peer) through a 128 KB switch port at %s per host. Base: the shipped v2 content (cwnd 30, initcwnd 25, rto_min 10 ms); each trial is one NetTuningExperiment with maxPercent 100 (every arm and the control get the same number of vehicles), duration %s, judged by the demo's slow-messages analysis at each set's threshold.\n\n",
+		began.UTC().Format("2006-01-02 15:04 UTC"), len(trials), took.Round(time.Second), c.vehicles, fleet.LANRate, c.duration)
+	fmt.Fprintf(&s, "The wire's order is read from the arms' hosts' kernel counters (their network namespaces, over the measurement, until an arm was stopped), without any analysis, smallest first. A trial agrees when the experiment's ranking is that order; it agrees on the separated pairs when every pair of arms whose wire measures differ clearly (the larger above twice the smaller plus 0.5) is ranked in the wire's order, whatever the ranking of arms the wire cannot tell apart.\n\n")
+	fmt.Fprintf(&s, "| set | traffic during its trials | judge's threshold | the wire's measure |\n|---|---|---|---|\n")
 	for _, set := range c.sets {
-		fmt.Fprintf(&s, "- %s: %s.\n", set, variantSets[set].wireTitle)
+		fmt.Fprintf(&s, "| %s | %s | %s | %s |\n", set, variantSets[set].trafficTitle, c.thresholdOf(set), variantSets[set].wireTitle)
 	}
 	fmt.Fprintln(&s)
-	agree := map[string][2]int{}
+	agree := map[string][5]int{} // agree, trials, agree on separated pairs, worst last, a clear worst
 	for _, t := range trials {
 		a := agree[t.set]
 		a[1]++
 		if t.agree {
 			a[0]++
+		}
+		if t.agreeSeparated {
+			a[2]++
+		}
+		if t.worstLast != nil {
+			a[4]++
+			if *t.worstLast {
+				a[3]++
+			}
 		}
 		agree[t.set] = a
 	}
@@ -383,10 +449,10 @@ func writeReport(c config, trials []trial, took time.Duration, began time.Time) 
 				}
 			}
 		}
-		fmt.Fprintf(&s, "- **%s** (%s): the ranking agreed with the wire's order in **%d of %d** trials; a variant was declared better than the control in %d; %d arm(s) stopped early, the wire's worst arm in %d trial(s).\n",
-			set, variantSets[set].title, a[0], a[1], winners, stopped, worstStopped)
+		fmt.Fprintf(&s, "- **%s** (%s): the ranking agreed with the wire's order in **%d of %d** trials, on the pairs the wire separates in **%d of %d**; the wire had a clear worst arm in %d trial(s) and the experiment ranked it last in %d; a variant was declared better than the control in %d; %d arm(s) stopped early, the wire's worst arm in %d trial(s).\n",
+			set, variantSets[set].title, a[0], a[1], a[2], a[1], a[4], a[3], winners, stopped, worstStopped)
 	}
-	fmt.Fprintf(&s, "\n| trial | ranking (best first; * stopped early) | slow share (effect against the control, interval at the judge's confidence) | winner | stopped after measuring began | the wire's order (the set's measure) | RTO timeouts | messages judged | agree |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&s, "\n| trial | ranking (best first; * stopped early) | slow share (effect against the control, interval at the judge's confidence) | winner | stopped after measuring began | the wire's order (the set's measure) | RTO timeouts | messages judged | agree | agree on separated pairs |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, t := range trials {
 		var stopped, phys, rto, msgs, shares []string
 		for _, r := range t.ranking {
@@ -402,8 +468,8 @@ func writeReport(c config, trials []trial, took time.Duration, began time.Time) 
 			rto = append(rto, fmt.Sprintf("%s %d", arm, p.timeouts))
 			msgs = append(msgs, fmt.Sprintf("%s %d", arm, t.messages[arm]))
 		}
-		fmt.Fprintf(&s, "| %d %s | %s | %s | %s | %s | %s | %s | %s | %v |\n", i+1, t.set, strings.Join(t.ranking, ", "), strings.Join(shares, "; "), t.winner,
-			orDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree)
+		fmt.Fprintf(&s, "| %d %s | %s | %s | %s | %s | %s | %s | %s | %v | %v |\n", i+1, t.set, strings.Join(t.ranking, ", "), strings.Join(shares, "; "), t.winner,
+			orDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree, t.agreeSeparated)
 	}
 	return os.WriteFile(c.out, []byte(s.String()), 0o644)
 }
