@@ -33,6 +33,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -227,27 +228,53 @@ func (c *cli) undo(ctx context.Context, name, to string) error {
 	if !strings.HasPrefix(cr.Name, name+"-") && cr.Labels[v1alpha1.ProfileLabel] != name {
 		return fmt.Errorf("revision %s/%s does not belong to profile %s (label %s=%q)", c.namespace, to, name, v1alpha1.ProfileLabel, cr.Labels[v1alpha1.ProfileLabel])
 	}
-	spec, err := mergeRevision(cr.Data.Raw, p.Spec.Rollout)
-	if err != nil {
-		return fmt.Errorf("profile %s: revision %s: %w", name, to, err)
-	}
 	from := fleetmodel.RevisionName(p)
 	if from == to {
 		fmt.Fprintf(c.stdout, "%s: the content is already revision %s; nothing to undo\n", name, to)
 		return nil
 	}
-	p.Spec = *spec
-	// Update carries the resourceVersion read above: it fails if the
-	// profile changed in between rather than overwrite that change.
-	if err := cl.Update(ctx, p); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("profile %s changed while undo ran; run it again", name)
+	// The controller writes the profile's status all the time, and every
+	// write moves its resourceVersion: an Update that conflicts is tried
+	// again on a fresh read as long as the content is still what undo
+	// started from (a spec changed in between is never overwritten).
+	attempt := 0
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if attempt++; attempt > 1 {
+			var err error
+			if p, err = c.getProfile(ctx, name); err != nil {
+				return err
+			}
+			if now := fleetmodel.RevisionName(p); now != from {
+				return fmt.Errorf("profile %s changed while undo ran (its content moved from revision %s to %s); run it again", name, from, now)
+			}
 		}
-		return fmt.Errorf("profile %s: restoring revision %s: %w", name, to, err)
+		spec, err := mergeRevision(cr.Data.Raw, p.Spec.Rollout)
+		if err != nil {
+			return fmt.Errorf("profile %s: revision %s: %w", name, to, err)
+		}
+		p.Spec = *spec
+		if beforeUndoUpdate != nil {
+			beforeUndoUpdate(attempt)
+		}
+		return cl.Update(ctx, p)
+	})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("profile %s kept changing while undo ran; run it again", name)
+		}
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return fmt.Errorf("profile %s: restoring revision %s: %w", name, to, err)
+		}
+		return err
 	}
 	fmt.Fprintf(c.stdout, "%s: reverted content from revision %s to %s (spec.rollout kept)\n", name, from, to)
 	return nil
 }
+
+// beforeUndoUpdate, when set (by a test), runs before each of undo's
+// Updates: attempt counts from 1.
+var beforeUndoUpdate func(attempt int)
 
 // mergeRevision is the stored content of a revision (a profile spec without
 // rollout, as JSON) with the given rollout put back.

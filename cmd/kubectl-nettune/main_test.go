@@ -538,7 +538,31 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 
 	t.Run("undo", func(t *testing.T) {
 		before := p.profile(name)
+		// The controller writes the profile all the time: a write between
+		// undo's read and its Update (here an annotation, as a status
+		// write would) moves the resourceVersion; undo reads again and
+		// succeeds, keeping that write.
+		attempts := 0
+		beforeUndoUpdate = func(attempt int) {
+			attempts = attempt
+			if attempt == 1 {
+				cur := p.profile(name)
+				patch := client.MergeFrom(cur.DeepCopy())
+				metav1.SetMetaDataAnnotation(&cur.ObjectMeta, "example.com/touched", "1")
+				if err := p.c.Patch(ctx, cur, patch); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		defer func() { beforeUndoUpdate = nil }()
 		out := p.ok("undo", name)
+		beforeUndoUpdate = nil
+		if attempts != 2 {
+			t.Errorf("undo wrote in %d attempt(s), want 2 (a conflict, then a fresh read)", attempts)
+		}
+		if got := p.profile(name).Annotations["example.com/touched"]; got != "1" {
+			t.Errorf("the write made while undo ran was lost: annotation %q", got)
+		}
 		if want := "xavier-lan: reverted content from revision " + rev2 + " to " + rev1 + " (spec.rollout kept)\n"; out != want {
 			t.Errorf("stdout %q, want %q", out, want)
 		}
@@ -566,6 +590,33 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		// Undo again: already there.
 		if out := p.ok("undo", name); !strings.Contains(out, "already revision "+rev1) {
 			t.Errorf("second undo: %q", out)
+		}
+		// A spec edited between undo's read and its Update is never
+		// overwritten: undo fails and says so.
+		beforeUndoUpdate = func(attempt int) {
+			if attempt == 1 {
+				cur := p.profile(name)
+				cur.Spec.Defaults.Cwnd.Value = 41
+				if err := p.c.Update(ctx, cur); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		r := p.run("undo", name, "--to-revision", rev2)
+		beforeUndoUpdate = nil
+		if r.code != exitError || !strings.Contains(r.stderr, "changed while undo ran") {
+			t.Errorf("undo over a concurrent spec edit: exit %d, stderr %q", r.code, r.stderr)
+		}
+		if got := p.profile(name).Spec.Defaults.Cwnd.Value; got != 41 {
+			t.Errorf("cwnd %d after the failed undo, want the concurrent edit's 41", got)
+		}
+		cur := p.profile(name)
+		cur.Spec.Defaults.Cwnd.Value = 40
+		if err := p.c.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if got := fleetmodel.RevisionName(p.profile(name)); got != rev1 {
+			t.Fatalf("content %s after restoring cwnd 40, want %s", got, rev1)
 		}
 		// Forward again by name.
 		if out := p.ok("undo", name, "--to-revision", rev2); !strings.Contains(out, "from revision "+rev1+" to "+rev2) {
