@@ -3,11 +3,11 @@ package analysis
 import (
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // maxMessage is the MaxLength of AnalysisResult.Message.
@@ -93,7 +93,7 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 		msg = fmt.Sprintf("%d/%d measurements successful (%d failed, %d inconclusive, %d consecutive errors); %s",
 			r.Successful, want, r.Failed, r.Inconclusive, r.Errors, last)
 	}
-	r.Message = truncateMessage(msg, maxMessage)
+	r.Message = text.Truncate(msg, maxMessage)
 	return r
 }
 
@@ -110,19 +110,6 @@ func decimal(v *float64) string {
 		return ""
 	}
 	return fmtNum(*v)
-}
-
-// truncateMessage cuts s to at most n bytes on a rune boundary.
-func truncateMessage(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ell = "..."
-	cut := n - len(ell)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ell
 }
 
 // StartedAt is when the analysis of r took its first measurement, or now

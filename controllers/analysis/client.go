@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nettune/nettune/internal/text"
 )
 
 // Querier runs one instant query and returns a single scalar: the value of
@@ -220,25 +222,18 @@ func resultTypeError(t string) error {
 func parseSample(raw json.RawMessage) (float64, bool, error) {
 	var pair []json.RawMessage
 	if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
-		return 0, false, fmt.Errorf("malformed sample %s", truncate(string(raw), 64))
+		return 0, false, fmt.Errorf("malformed sample %s", text.Truncate(string(raw), 64))
 	}
 	var s string
 	if err := json.Unmarshal(pair[1], &s); err != nil {
-		return 0, false, fmt.Errorf("malformed sample value %s", truncate(string(pair[1]), 64))
+		return 0, false, fmt.Errorf("malformed sample value %s", text.Truncate(string(pair[1]), 64))
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, false, fmt.Errorf("sample value %q is not a number", truncate(s, 64))
+		return 0, false, fmt.Errorf("sample value %q is not a number", text.Truncate(s, 64))
 	}
 	if math.IsNaN(v) {
 		return 0, false, nil
 	}
 	return v, true, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // Defaults of a JudgeSpec (the same as the CRD's +kubebuilder:default values).
@@ -307,7 +308,7 @@ func judgeFields(r *v1alpha1.AnalysisResult, res *JudgeResult) {
 	r.Pairs = nil
 	for i, p := range res.Pairs {
 		if i == 0 {
-			r.Pair = truncateMessage(p.Pair, 253)
+			r.Pair = text.Truncate(p.Pair, 253)
 			r.Effect = fmtNum(p.Effect)
 			r.Probability = fmtProb(p.PWorse)
 			ct, bt := p.CanaryTotal, p.BaselineTotal
@@ -317,7 +318,7 @@ func judgeFields(r *v1alpha1.AnalysisResult, res *JudgeResult) {
 			break
 		}
 		r.Pairs = append(r.Pairs, v1alpha1.PairVerdict{
-			Pair: truncateMessage(p.Pair, 253), Verdict: string(p.Verdict),
+			Pair: text.Truncate(p.Pair, 253), Verdict: string(p.Verdict),
 			CanarySlow: p.CanarySlow, CanaryTotal: p.CanaryTotal, BaselineSlow: p.BaselineSlow, BaselineTotal: p.BaselineTotal,
 			Probability: fmtProb(p.PWorse), RankP: fmtProb(p.RankP),
 		})

@@ -57,6 +57,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // The phases, outcomes and analysis phases the planner writes are
@@ -410,7 +411,7 @@ func (p *plan) rollback(reason, message string) {
 	p.event(true, v1alpha1.ReasonRolledBack, "%s: %s; every vehicle returns to %s", reason, message, target)
 	p.out.Status.Conditions = setCondition(p.out.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionRolledBack, Status: metav1.ConditionTrue, Reason: reason,
-		Message: truncate(message, 1024), ObservedGeneration: p.in.Generation,
+		Message: text.Truncate(message, 1024), ObservedGeneration: p.in.Generation,
 	}, p.in.Now)
 }
 
@@ -756,7 +757,7 @@ func (p *plan) conditions() {
 	st := p.st()
 	now := p.in.Now
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		st.Conditions = setCondition(st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: p.in.Generation}, now)
+		st.Conditions = setCondition(st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: text.Truncate(msg, 1024), ObservedGeneration: p.in.Generation}, now)
 	}
 	step := describeProgress(p)
 	switch st.Phase {
@@ -1002,10 +1003,3 @@ func (p *plan) pruneRevisions() {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
