@@ -355,11 +355,11 @@ func runTrial(ctx context.Context, f *fleet.Fleet, c config, name, set string, j
 		}
 		if n := len(tr.order); n > 1 {
 			worst := tr.order[n-1]
-			clear := true
+			separated := true
 			for _, a := range tr.order[:n-1] {
-				clear = clear && wireSeparates(measure(a), measure(worst))
+				separated = separated && wireSeparates(measure(a), measure(worst))
 			}
-			if clear {
+			if separated {
 				last := len(ranked) > 0 && ranked[len(ranked)-1] == worst
 				tr.worstLast = &last
 			}
