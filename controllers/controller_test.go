@@ -62,6 +62,7 @@ type fleetEnv struct {
 	mu      sync.Mutex
 	offline map[string]bool // vehicle -> agents silent
 	failRev map[string]bool // revisions the agents roll back
+	silent  map[string]bool // profiles whose nodes' agents never report (nor heartbeat)
 	queries []time.Time     // when each analysis query returned
 }
 
@@ -235,6 +236,7 @@ func (e *fleetEnv) agents(ctx context.Context) {
 			fail := false
 			for _, sp := range nnt.Spec.Profiles {
 				fail = fail || e.failRev[sp.Revision]
+				off = off || e.silent[sp.Name]
 			}
 			e.mu.Unlock()
 			if off {

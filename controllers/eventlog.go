@@ -84,3 +84,28 @@ func logEvent(l EventLog, p *v1alpha1.NetTuningProfile, e planner.Event, at time
 	}
 	l.Add(map[string]string{"job": ControllerJob, "profile": p.Name}, at, string(b))
 }
+
+// ExperimentEventLine is the JSON line of one experiment event, e.g.
+//
+//	{"event":"ArmStopped","type":"Warning","phase":"Running","message":"arm cwnd80 stopped, ..."}
+//
+// event is the Kubernetes Event reason (Started, ArmVerified, ArmStopped,
+// Completed, Aborted); phase is the experiment's phase when it was emitted.
+type ExperimentEventLine struct {
+	Event   string `json:"event"`
+	Type    string `json:"type"`
+	Phase   string `json:"phase,omitempty"`
+	Message string `json:"message"`
+}
+
+// logExperimentEvent writes one experiment event to l (nil: nothing).
+func logExperimentEvent(l EventLog, exp *v1alpha1.NetTuningExperiment, typ, reason, msg string, at time.Time) {
+	if l == nil {
+		return
+	}
+	b, err := json.Marshal(ExperimentEventLine{Event: reason, Type: typ, Phase: exp.Status.Phase, Message: msg})
+	if err != nil {
+		return
+	}
+	l.Add(map[string]string{"job": ControllerJob, "experiment": exp.Name}, at, string(b))
+}

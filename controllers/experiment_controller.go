@@ -45,6 +45,7 @@ import (
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // ExperimentFinalizer (on an experiment) deletes its arms' profiles before
@@ -69,6 +70,9 @@ type ExperimentReconciler struct {
 	Queriers          QuerierFactory
 	LokiAddress       string
 	PrometheusAddress string
+	// EventLog, when set, also receives every experiment event as a JSON
+	// line labeled {job="nettune-controller", experiment="<name>"}.
+	EventLog EventLog
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
 }
@@ -112,12 +116,16 @@ func (r *ExperimentReconciler) experimentsOf(ctx context.Context, o client.Objec
 func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	exp := &v1alpha1.NetTuningExperiment{}
 	if err := r.Get(ctx, req.NamespacedName, exp); err != nil {
+		if apierrors.IsNotFound(err) {
+			deleteExperimentMetrics(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !exp.DeletionTimestamp.IsZero() {
 		if gone, err := r.deleteArms(ctx, exp); err != nil || !gone {
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 		}
+		deleteExperimentMetrics(exp.Name)
 		if controllerutil.RemoveFinalizer(exp, ExperimentFinalizer) {
 			return ctrl.Result{}, r.Update(ctx, exp)
 		}
@@ -137,6 +145,7 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, fmt.Errorf("patching experiment status: %w", err)
 		}
 	}
+	recordExperimentMetrics(exp)
 	if stepErr != nil {
 		var stall stalled
 		if errors.As(stepErr, &stall) {
@@ -169,7 +178,7 @@ func (r *ExperimentReconciler) setConditions(exp *v1alpha1.NetTuningExperiment, 
 			msg = reason
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason,
-			Message: truncate(msg, 1024), ObservedGeneration: exp.Generation, LastTransitionTime: metav1.NewTime(r.Now())})
+			Message: text.Truncate(msg, 1024), ObservedGeneration: exp.Generation, LastTransitionTime: metav1.NewTime(r.Now())})
 	}
 	var stall stalled
 	switch {
@@ -196,11 +205,15 @@ func (r *ExperimentReconciler) setConditions(exp *v1alpha1.NetTuningExperiment, 
 	}
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// defaultApplyTimeout is spec.applyTimeout's default (the CRD's too).
+const defaultApplyTimeout = 10 * time.Minute
+
+// applyTimeout is how long the arms may take to be verified.
+func applyTimeout(exp *v1alpha1.NetTuningExperiment) time.Duration {
+	if t := exp.Spec.ApplyTimeout; t != nil && t.Duration > 0 {
+		return t.Duration
 	}
-	return s[:n-3] + "..."
+	return defaultApplyTimeout
 }
 
 // step advances the experiment by what can be decided now.
@@ -273,7 +286,7 @@ func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTunin
 		}
 	}
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return ctrl.Result{}, err
 	}
 	fleet, err := fleetmodel.Select(base, nodes.Items)
@@ -476,9 +489,18 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 				arm.Phase, arm.Verified = v1alpha1.ArmMeasuring, &t
 				r.event(exp, corev1.EventTypeNormal, "ArmVerified", "Verify",
 					fmt.Sprintf("arm %s: %d vehicles verified on %s", arm.Name, want, p.Status.CurrentRevision))
+			case st.Started != nil && !now.Before(st.Started.Add(applyTimeout(exp))):
+				r.stopArm(exp, arm, fmt.Sprintf("%d of its %d vehicles verified the variant within applyTimeout %s (%d unreachable)",
+					v.Verified, want, applyTimeout(exp), v.Unreachable))
+				if err := r.deleteProfile(ctx, p); err != nil {
+					return ctrl.Result{}, err
+				}
 			default:
 				applying++
 				soon(5 * time.Second)
+				if st.Started != nil {
+					soon(st.Started.Add(applyTimeout(exp)).Sub(now))
+				}
 			}
 		}
 	}
@@ -651,7 +673,7 @@ func (r *ExperimentReconciler) measureOne(ctx context.Context, profile string, s
 }
 
 func (r *ExperimentReconciler) stopArm(exp *v1alpha1.NetTuningExperiment, arm *v1alpha1.ExperimentArm, why string) {
-	arm.Phase, arm.StopReason = v1alpha1.ArmStopped, truncate(why, 1024)
+	arm.Phase, arm.StopReason = v1alpha1.ArmStopped, text.Truncate(why, 1024)
 	r.event(exp, corev1.EventTypeWarning, "ArmStopped", "Stop", fmt.Sprintf("arm %s stopped, its vehicles return to the base: %s", arm.Name, why))
 }
 
@@ -719,6 +741,7 @@ func (r *ExperimentReconciler) finish(ctx context.Context, exp *v1alpha1.NetTuni
 
 func (r *ExperimentReconciler) event(exp *v1alpha1.NetTuningExperiment, typ, reason, action, msg string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(exp, nil, typ, reason, action, "%s", truncate(msg, 1024))
+		r.Recorder.Eventf(exp, nil, typ, reason, action, "%s", text.Truncate(msg, 1024))
 	}
+	logExperimentEvent(r.EventLog, exp, typ, reason, msg, r.Now())
 }

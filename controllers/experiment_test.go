@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/testenv"
 )
@@ -362,6 +363,76 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 // validation refuses (cwnd 10 under the base's initcwnd 25) leaves the
 // experiment Pending and Stalled, naming the variant and the API server's
 // reason, with no arm profile created, not even the valid variant's.
+// TestExperimentStopsAnArmThatNeverVerifies: the agents of one arm's
+// vehicles never report the variant (as vehicles gone offline would): at
+// spec.applyTimeout that arm is stopped and its profile deleted, the other
+// arm is measured, the experiment completes, and the silent vehicles get
+// the base back and verify it.
+func TestExperimentStopsAnArmThatNeverVerifies(t *testing.T) {
+	l := testenv.StartLoki(t)
+	e := startFleet(t, l.URL, "")
+	e.addVehicles("xavier", vehicleNames("xv", 6)...)
+	baseRev := e.settle(lanProfile(30, v1alpha1.ProviderLoki, lokiQuery, lokiCount))
+	pusher := &messagePusher{t: t, e: e, l: l, pushed: map[string]int{}, slow: map[string]float64{}}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go pusher.run(ctx, "stuck")
+
+	x := experimentOf("stuck", "xavier-lan", 15*time.Second, cwndVariant("fine", 40, 0), cwndVariant("offline", 35, 0))
+	const timeout = 6 * time.Second
+	x.Spec.ApplyTimeout = &metav1.Duration{Duration: timeout}
+	e.mu.Lock()
+	e.silent = map[string]bool{experiment.ArmProfileName("stuck", "offline"): true}
+	e.mu.Unlock()
+	if err := e.c.Create(e.ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	done := e.waitExperiment("stuck", 2*time.Minute, "Completed", func(x *v1alpha1.NetTuningExperiment) bool {
+		return x.Status.Phase == v1alpha1.ExperimentCompleted || x.Status.Phase == v1alpha1.ExperimentAborted
+	})
+	if done.Status.Phase != v1alpha1.ExperimentCompleted {
+		t.Fatalf("phase %s: %s", done.Status.Phase, done.Status.Message)
+	}
+	for _, arm := range done.Status.Arms {
+		switch arm.Name {
+		case "offline":
+			if arm.Phase != v1alpha1.ArmStopped || !strings.Contains(arm.StopReason, "0 of its 2 vehicles verified the variant within applyTimeout 6s") {
+				t.Errorf("the silent arm ended %s: %q", arm.Phase, arm.StopReason)
+			}
+			if arm.Verified != nil {
+				t.Errorf("the silent arm was verified at %s", arm.Verified)
+			}
+		case "fine":
+			if arm.Phase != v1alpha1.ArmFinished || arm.Verified == nil {
+				t.Errorf("the other arm ended %s (verified %v), want measured to the end", arm.Phase, arm.Verified)
+			}
+		}
+	}
+	if done.Status.MeasuringSince == nil || done.Status.Started == nil ||
+		done.Status.MeasuringSince.Sub(done.Status.Started.Time) < timeout-time.Second {
+		t.Errorf("measuring began %v after the start: before the silent arm's applyTimeout %s", done.Status.MeasuringSince, timeout)
+	}
+	// The silent vehicles leave the variant: their agents report again.
+	e.mu.Lock()
+	e.silent = nil
+	e.mu.Unlock()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var list v1alpha1.NetTuningProfileList
+		if err := e.c.List(e.ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "stuck"}); err != nil {
+			t.Fatal(err)
+		}
+		p := e.profile("xavier-lan")
+		if len(list.Items) == 0 && p.Status.Vehicles.Verified == 6 && p.Status.CurrentRevision == baseRev {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d arm profiles left; base %s verified on %d of 6", len(list.Items), p.Status.CurrentRevision, p.Status.Vehicles.Verified)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
 func TestExperimentWithAnInvalidVariantStartsNoArm(t *testing.T) {
 	e := startFleet(t, "", "")
 	e.addVehicles("xavier", vehicleNames("xv", 6)...)

@@ -23,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,9 +73,10 @@ type Liveness struct {
 	// Changes receives a profile to reconcile when a node it may select
 	// turned Unreachable or came back.
 	Changes chan event.GenericEvent
-	// List lists the agents' Leases from the API server (not the cache).
-	// Nil takes the informer's view as current at every moment.
-	List func(ctx context.Context) ([]coordinationv1.Lease, error)
+	// List lists the agents' Leases' metadata from the API server (not the
+	// cache): a renewal moves the resourceVersion, which is all the timer
+	// reads. Nil takes the informer's view as current at every moment.
+	List func(ctx context.Context) ([]metav1.PartialObjectMetadata, error)
 	// ProbeEvery is how often List is tried again after it failed (2 s
 	// when 0).
 	ProbeEvery time.Duration

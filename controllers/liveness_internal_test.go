@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -157,16 +156,16 @@ func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
 func TestLivenessView(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	now := t0
-	lease := func(node, version string) coordinationv1.Lease {
-		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
+	lease := func(node, version string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
 			Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
 	}
-	var listed []coordinationv1.Lease
+	var listed []metav1.PartialObjectMetadata
 	listErr := errors.New("connection refused")
 	lists := 0
 	l := NewLiveness()
 	l.Now = func() time.Time { return now }
-	l.List = func(context.Context) ([]coordinationv1.Lease, error) { lists++; return listed, listErr }
+	l.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) { lists++; return listed, listErr }
 	l.lastScan = t0
 	l.Track("p", 10*time.Second)
 	l.Observed("alive", "1")
@@ -196,7 +195,7 @@ func TestLivenessView(t *testing.T) {
 		t.Fatalf("after a failed list: woke %v", got)
 	}
 	// Back: alive renewed meanwhile, dead did not.
-	listed, listErr = []coordinationv1.Lease{lease("alive", "7"), lease("dead", "1")}, nil
+	listed, listErr = []metav1.PartialObjectMetadata{lease("alive", "7"), lease("dead", "1")}, nil
 	if ok, back := l.probe(context.Background()); !ok || back {
 		t.Fatalf("a successful list: ok %v, came back %v (alive was silent 5 s of 10)", ok, back)
 	}
@@ -222,8 +221,8 @@ func TestLivenessView(t *testing.T) {
 	// the list succeeds at once and shows them silent; nothing is forgiven.
 	m := NewLiveness()
 	m.Now = func() time.Time { return now }
-	m.List = func(context.Context) ([]coordinationv1.Lease, error) {
-		return []coordinationv1.Lease{lease("a", "1")}, nil
+	m.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) {
+		return []metav1.PartialObjectMetadata{lease("a", "1")}, nil
 	}
 	m.lastScan = now
 	m.Track("p", 10*time.Second)
@@ -249,23 +248,23 @@ func TestLivenessTimerProbes(t *testing.T) {
 	lists := 0
 	l := NewLiveness()
 	l.ProbeEvery = 50 * time.Millisecond
-	l.List = func(context.Context) ([]coordinationv1.Lease, error) {
+	l.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		lists++
 		if fail {
 			return nil, errors.New("connection reset by peer")
 		}
-		lease := func(node, version string) coordinationv1.Lease {
-			return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
+		lease := func(node, version string) metav1.PartialObjectMetadata {
+			return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
 				Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
 		}
 		if renewed {
 			// Renewing: a new version at every list.
 			v := fmt.Sprint(lists)
-			return []coordinationv1.Lease{lease("a", v), lease("b", v)}, nil
+			return []metav1.PartialObjectMetadata{lease("a", v), lease("b", v)}, nil
 		}
-		return []coordinationv1.Lease{lease("a", "1")}, nil
+		return []metav1.PartialObjectMetadata{lease("a", "1")}, nil
 	}
 	l.Track("p", 300*time.Millisecond)
 	l.Observed("a", "1")

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -51,13 +52,26 @@ var (
 	analysisMeasurements = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nettune_analysis_measurements_total", Help: "Analysis measurements by phase.",
 	}, []string{"profile", "analysis", "phase"})
+	experimentPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_experiment_phase", Help: "1 for the experiment's current phase, 0 for the others.",
+	}, []string{"experiment", "phase"})
+	experimentArmVehicle = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_experiment_arm_vehicle", Help: "1 for each vehicle of an experiment's arm (the control included), with the profile its arm runs on and the arm's phase: the cohorts, to join with the agents' and the probe's vehicle label.",
+	}, []string{"experiment", "arm", "profile", "phase", "hardware", "vehicle"})
+	experimentArmMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_experiment_arm_messages", Help: "Messages an experiment's arm has been judged on since measuring began, per hardware model: all of them (kind=total) and those slower than the judge's threshold (kind=slow).",
+	}, []string{"experiment", "arm", "hardware", "kind"})
+	experimentArmEffect = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nettune_experiment_arm_effect_points", Help: "A variant's effect against the control on the slow share, in percentage points (positive: worse), with the interval at the judge's confidence (bound=estimate, low, high), per hardware model, from the experiment's latest ranking.",
+	}, []string{"experiment", "arm", "hardware", "bound"})
 	nodesRendered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nettune_nodenettunings_written_total", Help: "NodeNetTuning creates and spec updates.",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(rolloutStep, rolloutPhase, rolloutVehicles, rollbacksTotal, analysisValue, judgeSlowShare, judgeProbability, analysisMeasurements, nodesRendered)
+	metrics.Registry.MustRegister(rolloutStep, rolloutPhase, rolloutVehicles, rollbacksTotal, analysisValue, judgeSlowShare, judgeProbability, analysisMeasurements, nodesRendered,
+		experimentPhase, experimentArmVehicle, experimentArmMessages, experimentArmEffect)
 }
 
 func recordMetrics(p *v1alpha1.NetTuningProfile) {
@@ -99,5 +113,49 @@ func recordMeasurement(profile string, spec *v1alpha1.AnalysisSpec, m analysis.M
 func deleteMetrics(profile string) {
 	for _, v := range []*prometheus.GaugeVec{rolloutStep, rolloutPhase, rolloutVehicles, analysisValue, judgeSlowShare, judgeProbability} {
 		v.DeletePartialMatch(prometheus.Labels{"profile": profile})
+	}
+}
+
+// experimentPhases are the phases nettune_experiment_phase reports.
+var experimentPhases = []string{v1alpha1.ExperimentPending, v1alpha1.ExperimentRunning, v1alpha1.ExperimentCompleted, v1alpha1.ExperimentAborted}
+
+// recordExperimentMetrics sets the experiment's gauges from its status, the
+// previous values of the experiment dropped first (arms stop, cohorts and
+// rankings change).
+func recordExperimentMetrics(exp *v1alpha1.NetTuningExperiment) {
+	deleteExperimentMetrics(exp.Name)
+	st := exp.Status
+	for _, ph := range experimentPhases {
+		v := 0.0
+		if st.Phase == ph {
+			v = 1
+		}
+		experimentPhase.WithLabelValues(exp.Name, ph).Set(v)
+	}
+	for _, a := range st.Arms {
+		for _, c := range a.Cohorts {
+			for _, v := range c.Vehicles {
+				experimentArmVehicle.WithLabelValues(exp.Name, a.Name, a.Profile, a.Phase, c.Hardware, v).Set(1)
+			}
+			if c.Total > 0 {
+				experimentArmMessages.WithLabelValues(exp.Name, a.Name, c.Hardware, "total").Set(float64(c.Total))
+				experimentArmMessages.WithLabelValues(exp.Name, a.Name, c.Hardware, "slow").Set(float64(c.Slow))
+			}
+		}
+	}
+	for _, res := range st.Results {
+		for _, r := range res.Ranking {
+			for bound, s := range map[string]string{"estimate": r.Effect, "low": r.EffectLow, "high": r.EffectHigh} {
+				if v, err := strconv.ParseFloat(s, 64); err == nil {
+					experimentArmEffect.WithLabelValues(exp.Name, r.Arm, res.Hardware, bound).Set(v)
+				}
+			}
+		}
+	}
+}
+
+func deleteExperimentMetrics(name string) {
+	for _, v := range []*prometheus.GaugeVec{experimentPhase, experimentArmVehicle, experimentArmMessages, experimentArmEffect} {
+		v.DeletePartialMatch(prometheus.Labels{"experiment": name})
 	}
 }

@@ -300,10 +300,12 @@ func (r *NodeRenderer) vehicleNodes(ctx context.Context, node *corev1.Node, prof
 func (r *NodeRenderer) nodesOfVehicle(ctx context.Context, l, vehicle string) ([]corev1.Node, error) {
 	list := &corev1.NodeList{}
 	var err error
+	// The cache's own Nodes, read only (every caller reads names and
+	// labels).
 	if l == v1alpha1.DefaultVehicleLabel {
-		err = r.List(ctx, list, client.MatchingFields{vehicleIndex: vehicle})
+		err = r.List(ctx, list, client.MatchingFields{vehicleIndex: vehicle}, client.UnsafeDisableDeepCopy)
 	} else {
-		err = r.List(ctx, list, client.MatchingLabels{l: vehicle})
+		err = r.List(ctx, list, client.MatchingLabels{l: vehicle}, client.UnsafeDisableDeepCopy)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list nodes of vehicle %s: %w", vehicle, err)
@@ -448,7 +450,7 @@ func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
 				name = old.Name
 			}
 			nnts := &v1alpha1.NodeNetTuningList{}
-			if err := r.List(ctx, nnts); err != nil {
+			if err := r.List(ctx, nnts, client.UnsafeDisableDeepCopy); err != nil { // read only
 				log.FromContext(ctx).Error(err, "list nodenettunings")
 				return
 			}
@@ -527,6 +529,6 @@ func SetupAll(mgr ctrl.Manager, r *ProfileReconciler) error {
 		return err
 	}
 	x := &ExperimentReconciler{Client: r.Client, Recorder: r.Recorder, Now: r.Now, Queriers: r.Queriers,
-		LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress, SkipNameValidation: r.SkipNameValidation}
+		LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress, EventLog: r.EventLog, SkipNameValidation: r.SkipNameValidation}
 	return x.SetupWithManager(mgr)
 }

@@ -164,12 +164,39 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // listLeases lists the agents' Leases from the API server, not the cache
 // (Liveness.List: read before a silence the cache's view is too old to
-// judge).
-func (r *ProfileReconciler) listLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
-	list := &coordinationv1.LeaseList{}
-	err := r.APIReader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases})
-	return list.Items, err
+// judge): their metadata only, in pages of leaseListPage, so that a fleet of
+// 30,000 nodes is not decoded whole at once.
+func (r *ProfileReconciler) listLeases(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
+	var out []metav1.PartialObjectMetadata
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("LeaseList"))
+	opts := []client.ListOption{client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases}, client.Limit(leaseListPage)}
+	for {
+		if err := r.APIReader.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make([]metav1.PartialObjectMetadata, 0, len(list.Items))
+		}
+		for i := range list.Items {
+			// Only what leaseNode and the timer read; a Lease named after
+			// its node shares one label map, as in the cache.
+			m := &list.Items[i].ObjectMeta
+			labels := leaseOfItsNode
+			if node := m.Labels[v1alpha1.AgentLeaseLabel]; node != m.Name {
+				labels = map[string]string{v1alpha1.AgentLeaseLabel: node}
+			}
+			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion, Labels: labels}})
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts = append(opts[:3], client.Limit(leaseListPage), client.Continue(list.Continue))
+	}
 }
+
+// leaseListPage is the page size of listLeases (a variable for a test).
+var leaseListPage int64 = 2000
 
 // Reconcile runs one planning round for a profile and patches its status once.
 func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

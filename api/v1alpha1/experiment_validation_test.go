@@ -33,6 +33,10 @@ analysis: {name: q, provider: Loki, query: q, maxValue: "1"}`, "spec.analysis", 
 	{"a duration under 10s", `profile: p
 duration: 5s
 variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.duration", "at least 10s"},
+	{"an applyTimeout under 1s", `profile: p
+duration: 1h
+applyTimeout: 500ms
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.applyTimeout", "at least 1s"},
 	{"maxPercent above 100", `profile: p
 duration: 1h
 maxPercent: 150

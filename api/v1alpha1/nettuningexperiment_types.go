@@ -54,6 +54,15 @@ type NetTuningExperimentSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('10s')",message="must be at least 10s"
 	Duration metav1.Duration `json:"duration"`
 
+	// applyTimeout is how long the arms may take, from their creation, until
+	// every vehicle of an arm verified its variant. An arm still applying
+	// then (a vehicle offline, an agent that never reports) is stopped and
+	// its vehicles return to the base; the others are measured without it.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) >= duration('1s')",message="must be at least 1s"
+	ApplyTimeout *metav1.Duration `json:"applyTimeout,omitempty"`
+
 	// sampleTarget ends the experiment before duration once every running
 	// arm and the control have this many messages for every hardware model.
 	// +optional

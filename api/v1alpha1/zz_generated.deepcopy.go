@@ -523,6 +523,11 @@ func (in *NetTuningExperimentSpec) DeepCopyInto(out *NetTuningExperimentSpec) {
 		**out = **in
 	}
 	out.Duration = in.Duration
+	if in.ApplyTimeout != nil {
+		in, out := &in.ApplyTimeout, &out.ApplyTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.SampleTarget != nil {
 		in, out := &in.SampleTarget, &out.SampleTarget
 		*out = new(int64)

@@ -30,6 +30,7 @@ func All() map[string]*Dashboard {
 	return map[string]*Dashboard{
 		"rollout-health.json": RolloutHealth(),
 		"vehicle.json":        Vehicle(),
+		"experiment.json":     Experiment(),
 	}
 }
 

@@ -40,7 +40,7 @@ func loadChart(t *testing.T) map[string]*Dashboard {
 	for _, d := range ds {
 		out[filepath.Base(d.Path)] = d
 	}
-	for _, want := range []string{"rollout-health.json", "vehicle.json"} {
+	for _, want := range []string{"rollout-health.json", "vehicle.json", "experiment.json"} {
 		if out[want] == nil {
 			t.Fatalf("%s/%s is missing", Dir, want)
 		}
@@ -68,7 +68,7 @@ func TestChartDashboardsAreValid(t *testing.T) {
 	}
 }
 
-// TestDashboardsShowWhatTheyPromise: the rollout and vehicle dashboards
+// TestDashboardsShowWhatTheyPromise: the rollout, vehicle and experiment dashboards
 // query the metrics and streams they are for, with the variables they offer.
 func TestDashboardsShowWhatTheyPromise(t *testing.T) {
 	chart := loadChart(t)
@@ -87,10 +87,18 @@ func TestDashboardsShowWhatTheyPromise(t *testing.T) {
 			"nettune_agent_drift_repairs_total", "nettune_agent_revision_info", "nettune_agent_applies_total", "nettune_agent_reverts_total",
 			`event="drift_repaired"`, "nettune_probe_latency_seconds_bucket", `{job="nettune-probe", vehicle="$vehicle", node=~"$node"}`,
 		},
+		"experiment.json": {
+			"nettune_experiment_phase", "nettune_experiment_arm_vehicle", "nettune_experiment_arm_messages", "nettune_experiment_arm_effect_points",
+			`{job="nettune-probe", profile=~"$experiment-.+"`, `{job="nettune-probe", profile="$base", vehicle=~"$control"`,
+			`latency_ms > 5 `, `latency_ms > 200 `, `quantile_over_time(0.999,`,
+			"nettune_tcp_rto_timeouts_total", "nettune_tcp_dsack_dups_total", `on (vehicle) group_left (arm)`,
+			`{job="nettune-controller", experiment="$experiment"}`,
+		},
 	}
 	wantVars := map[string][]string{
 		"rollout-health.json": {"DS_PROMETHEUS", "DS_LOKI", "profile", "revision", "vehicle"},
 		"vehicle.json":        {"DS_PROMETHEUS", "DS_LOKI", "vehicle", "node"},
+		"experiment.json":     {"DS_PROMETHEUS", "DS_LOKI", "experiment", "base", "control"},
 	}
 	for name, d := range chart {
 		qs, err := d.Queries()

@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,9 +172,17 @@ func testDashboards(t *testing.T, rev string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := dashboards.LoadAll(root)
+	all, err := dashboards.LoadAll(root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The experiment dashboard has data only once an experiment ran:
+	// TestExperiment checks it.
+	var ds []*dashboards.Dashboard
+	for _, d := range all {
+		if filepath.Base(d.Path) != experimentDashboard {
+			ds = append(ds, d)
+		}
 	}
 	if len(ds) < 2 {
 		t.Fatalf("%d dashboards in %s", len(ds), dashboards.Dir)
@@ -225,4 +235,89 @@ func testDashboards(t *testing.T, rev string) {
 	t.Logf("%d dashboard queries run over %s of the run (%v) in %s: %d returned data; variables %v",
 		len(outcomes), r.End.Sub(r.Start).Round(time.Second), kinds, took.Round(time.Millisecond), nonEmpty,
 		map[string]string{"profile": vars["profile"], "revision": vars["revision"], "vehicle": vars["vehicle"], "node": vars["node"]})
+}
+
+// experimentDashboard is the chart's dashboard of one experiment's arms.
+const experimentDashboard = "experiment.json"
+
+// testExperimentDashboard runs every query of the experiment dashboard over
+// the experiment's run, as Grafana would with the experiment, its base
+// profile and its control vehicles selected: each must return data and each
+// variable's values must include the value chosen; the cohorts, the
+// judged messages and the bad arm's share of messages over the judge's
+// threshold must be above 0.
+func testExperimentDashboard(t *testing.T, x *v1alpha1.NetTuningExperiment, began time.Time, threshold time.Duration) {
+	t.Helper()
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboards.Load(filepath.Join(root, dashboards.Dir, experimentDashboard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var control []string
+	for _, a := range x.Status.Arms {
+		if a.Name != v1alpha1.ControlArm {
+			continue
+		}
+		for _, c := range a.Cohorts {
+			control = append(control, c.Vehicles...)
+		}
+	}
+	if len(control) == 0 {
+		t.Fatalf("the experiment has no control vehicles: %+v", x.Status.Arms)
+	}
+	// What the annotations show has reached Loki (the shippers batch for 1s).
+	f.Loki.WaitForCount(t, `{job="nettune-controller", experiment="`+x.Name+`"} | json | event="ArmStopped"`, 1, 30*time.Second)
+	r := &dashboards.Runner{LokiURL: f.Loki.URL, PrometheusURL: f.Prometheus.URL, Start: began, End: time.Now(), Step: 5 * time.Second}
+	vars := r.Vars(time.Second)
+	// A multi-value variable with several values chosen is a regex.
+	vars["experiment"], vars["base"], vars["control"] = x.Name, x.Spec.Profile, strings.Join(control, "|")
+	outcomes, err := r.RunAll(context.Background(), []*dashboards.Dashboard{d}, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowTarget := fmt.Sprintf("> %d ms", threshold.Milliseconds())
+	positive := map[string]bool{`"Arms and cohorts" target A`: false, `"Messages judged per arm" target A`: false}
+	for _, o := range outcomes {
+		if o.Query.Kind == dashboards.KindLabelValues && o.Query.Variable == "control" {
+			// Several values chosen: the variable is their regex, each
+			// must be among the query's values.
+			if o.Err != nil {
+				t.Errorf("%s: %v", o.Query.Where, o.Err)
+			}
+			for _, v := range control {
+				if !slices.Contains(o.Result.Values, v) {
+					t.Errorf("%s: values %v lack the control vehicle %s", o.Query.Where, o.Result.Values, v)
+				}
+			}
+			continue
+		}
+		if why := o.Failed(vars); why != "" {
+			t.Errorf("%s: %s\n    query: %s", o.Query.Where, why, o.Expr)
+			continue
+		}
+		for p := range positive {
+			if strings.HasSuffix(o.Query.Where, p) {
+				positive[p] = true
+				if !(o.Result.Max > 0) {
+					t.Errorf("%s: largest value %g, want > 0\n    query: %s", o.Query.Where, o.Result.Max, o.Expr)
+				}
+			}
+		}
+		if strings.Contains(o.Query.Where, `"Latency CCDF per arm"`) && strings.Contains(o.Expr, `profile=~"`) &&
+			strings.Contains(o.Expr, fmt.Sprintf("latency_ms > %d ", threshold.Milliseconds())) {
+			positive[slowTarget] = true
+			if !(o.Result.Max > 0) {
+				t.Errorf("%s: the arms' share over the judge's %s is %g, want > 0 (the bad arm was stopped for it)\n    query: %s", o.Query.Where, threshold, o.Result.Max, o.Expr)
+			}
+		}
+		t.Logf("ok %s: %d series, %d points, max %g, %s", o.Query.Where, o.Result.Series, o.Result.Points, o.Result.Max, o.Took.Round(time.Millisecond))
+	}
+	for p, seen := range positive {
+		if !seen {
+			t.Errorf("%s has no query %s (renamed? update the test)", experimentDashboard, p)
+		}
+	}
 }

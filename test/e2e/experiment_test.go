@@ -144,6 +144,7 @@ func TestExperiment(t *testing.T) {
 	if len(x.Status.Results) != 1 || x.Status.Results[0].Winner != v1alpha1.ControlArm {
 		t.Errorf("results %+v, want the control winning on xavier", x.Status.Results)
 	}
+	testExperimentDashboard(t, x, began, judge.Judge.Threshold.Duration)
 	waitFor(t, 2*time.Minute, "no arm profile left", func() bool {
 		var list v1alpha1.NetTuningProfileList
 		return f.CP.Client.List(ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "bad-edit"}) == nil && len(list.Items) == 0
