@@ -133,9 +133,13 @@ func recordExperimentMetrics(exp *v1alpha1.NetTuningExperiment) {
 		experimentPhase.WithLabelValues(exp.Name, ph).Set(v)
 	}
 	for _, a := range st.Arms {
+		profile := a.Profile
+		if profile == "" && a.Name == v1alpha1.ControlArm {
+			profile = exp.Spec.Profile // the control runs on the base
+		}
 		for _, c := range a.Cohorts {
 			for _, v := range c.Vehicles {
-				experimentArmVehicle.WithLabelValues(exp.Name, a.Name, a.Profile, a.Phase, c.Hardware, v).Set(1)
+				experimentArmVehicle.WithLabelValues(exp.Name, a.Name, profile, a.Phase, c.Hardware, v).Set(1)
 			}
 			if c.Total > 0 {
 				experimentArmMessages.WithLabelValues(exp.Name, a.Name, c.Hardware, "total").Set(float64(c.Total))

@@ -29,10 +29,10 @@ import (
 // status (phase, cohorts, judged messages, effects), an arm that leaves a
 // cohort leaves its series, and a deleted experiment leaves none.
 func TestExperimentMetricsFollowTheStatus(t *testing.T) {
-	exp := &v1alpha1.NetTuningExperiment{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
+	exp := &v1alpha1.NetTuningExperiment{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: v1alpha1.NetTuningExperimentSpec{Profile: "base"}}
 	exp.Status.Phase = v1alpha1.ExperimentRunning
 	exp.Status.Arms = []v1alpha1.ExperimentArm{
-		{Name: v1alpha1.ControlArm, Profile: "base", Phase: v1alpha1.ArmMeasuring, Cohorts: []v1alpha1.ExperimentCohort{
+		{Name: v1alpha1.ControlArm, Phase: v1alpha1.ArmMeasuring, Cohorts: []v1alpha1.ExperimentCohort{
 			{Hardware: "xavier", Vehicles: []string{"av-1", "av-2"}, Slow: 3, Total: 1000}}},
 		{Name: "cwnd80", Profile: "m-cwnd80", Phase: v1alpha1.ArmStopped, Cohorts: []v1alpha1.ExperimentCohort{
 			{Hardware: "xavier", Vehicles: []string{"av-3", "av-4"}, Slow: 40, Total: 900}}},
@@ -53,6 +53,11 @@ func TestExperimentMetricsFollowTheStatus(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(experimentArmVehicle.WithLabelValues("m", "cwnd80", "m-cwnd80", v1alpha1.ArmStopped, "xavier", "av-4")); v != 1 {
 		t.Errorf("av-4 in cwnd80: %g", v)
+	}
+	// The control's status names no profile: it runs on the base, and its
+	// series say so (the dashboard's base variable reads it).
+	if v := testutil.ToFloat64(experimentArmVehicle.WithLabelValues("m", v1alpha1.ControlArm, "base", v1alpha1.ArmMeasuring, "xavier", "av-1")); v != 1 {
+		t.Errorf("av-1 in the control on profile base: %g", v)
 	}
 	if v := testutil.ToFloat64(experimentArmMessages.WithLabelValues("m", "cwnd80", "xavier", "slow")); v != 40 {
 		t.Errorf("cwnd80 slow %g, want 40", v)
