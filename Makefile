@@ -119,7 +119,7 @@ bench-detection: tools build ## Rollback detection on the simulated fleet under 
 	cd hack/bench && $(GO) run ./detection $(BENCH_DETECTION_ARGS)
 
 .PHONY: bench-experiment
-bench-experiment: tools build ## NetTuningExperiments on the simulated fleet (cwnd 10/30/80, rto_min 200/10 ms), each ranking beside the arms' retransmissions, into docs/bench-experiment.md (root, about 25 minutes).
+bench-experiment: tools build ## NetTuningExperiments on the simulated fleet (cwnd 10/30/80, rto_min 200/10 ms, the bad edit), each ranking beside the arms' retransmissions, then a winner adopted canary first, into docs/bench-experiment.md (root, about 25 minutes).
 	cd hack/bench && $(GO) run ./experiment $(BENCH_EXPERIMENT_ARGS)
 
 # The 30,000-node fleet renews its Leases every 4 min (125 writes a second, as

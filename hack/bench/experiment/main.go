@@ -43,6 +43,7 @@ type config struct {
 	threshold time.Duration
 	out       string
 	stateDir  string
+	adopt     bool
 }
 
 // variantSets are the experiments a trial can run.
@@ -109,6 +110,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 2*time.Minute, "each experiment's duration")
 	flag.DurationVar(&c.threshold, "threshold", 0, "the judge's latency threshold for every set (default: each set's own; the demo's is 200ms)")
 	flag.StringVar(&c.out, "out", "docs/bench-experiment.md", "report to write")
+	flag.BoolVar(&c.adopt, "adopt", true, "after the trials, make the base worse (cwnd 80), run cwnd 30 against it and adopt the winner")
 	flag.StringVar(&c.stateDir, "state-dir", "", "keep the fleet's state here (default: a temporary directory, removed)")
 	flag.Parse()
 	c.sets = strings.Split(sets, ",")
@@ -208,12 +210,21 @@ func run(c config) error {
 			trials = append(trials, tr)
 			fmt.Printf("[%5s] trial %d/%d %s: ranking %v (winner %s); the wire's order %v; agree %v\n",
 				time.Since(began).Round(time.Second), n, c.trials*len(c.sets), set, tr.ranking, tr.winner, tr.order, tr.agree)
-			if err := writeReport(c, trials, time.Since(began), began); err != nil {
+			if err := writeReport(c, trials, nil, time.Since(began), began); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	if !c.adopt {
+		return nil
+	}
+	a, err := runAdoption(ctx, f, c, judge)
+	if err != nil {
+		return fmt.Errorf("adoption trial: %w\n%s", err, f.Evidence(ctx))
+	}
+	fmt.Printf("[%5s] adoption: winner %s; adopt: %s %s; %d of %d vehicles on %s during the canary pause; whole fleet after %s\n",
+		time.Since(began).Round(time.Second), a.winner, a.adoptOut, a.adoptErr, a.held, a.heldOf, a.newRev, a.toFleet.Round(time.Second))
+	return writeReport(c, trials, &a, time.Since(began), began)
 }
 
 func (c config) thresholdOf(set string) time.Duration {
@@ -403,7 +414,7 @@ func snapshot(f *fleet.Fleet) map[string]map[string]int64 {
 	return out
 }
 
-func writeReport(c config, trials []trial, took time.Duration, began time.Time) error {
+func writeReport(c config, trials []trial, adopted *adoption, took time.Duration, began time.Time) error {
 	var s strings.Builder
 	fmt.Fprintf(&s, "# Experiments on the simulated fleet\n\n")
 	fmt.Fprintf(&s, "Produced by `make bench-experiment` (`cd hack/bench && go run ./experiment`, root) on %s; %d trials in %s. Fleet: %d vehicles of 3 hosts (real agents on the real kernel), the demo's topics (16 KB messages at 40 Hz from every host to every peer) through a 128 KB switch port at %s per host. Base: the shipped v2 content (cwnd 30, initcwnd 25, rto_min 10 ms); each trial is one NetTuningExperiment with maxPercent 100 (every arm and the control get the same number of vehicles), duration %s, judged by the demo's slow-messages analysis at each set's threshold.\n\n",
@@ -470,6 +481,9 @@ func writeReport(c config, trials []trial, took time.Duration, began time.Time) 
 		}
 		fmt.Fprintf(&s, "| %d %s | %s | %s | %s | %s | %s | %s | %s | %v | %v |\n", i+1, t.set, strings.Join(t.ranking, ", "), strings.Join(shares, "; "), t.winner,
 			orDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree, t.agreeSeparated)
+	}
+	if adopted != nil {
+		writeAdoption(&s, adopted)
 	}
 	return os.WriteFile(c.out, []byte(s.String()), 0o644)
 }
