@@ -320,9 +320,29 @@ func (p *plan) pickCanaries() []string {
 	case r.Canary.Count != nil:
 		out = p.stratified(int(*r.Canary.Count))
 	}
+	if len(out) > MaxCanaryVehicles {
+		// status.canaryVehicles holds at most MaxCanaryVehicles: a status
+		// that could not be written would stop the rollout for good. The
+		// canary is the first of them in the profile's stable
+		// pseudo-random order; the rest follow with the steps.
+		sort.Slice(out, func(i, j int) bool {
+			hi, hj := p.hash(out[i]), p.hash(out[j])
+			if hi != hj {
+				return hi < hj
+			}
+			return out[i] < out[j]
+		})
+		p.event(true, "CanaryTruncated", "the canary selects %d vehicles; status.canaryVehicles holds at most %d: the canary is %d of them, the rest follow with the steps",
+			len(out), MaxCanaryVehicles, MaxCanaryVehicles)
+		out = out[:MaxCanaryVehicles]
+	}
 	sort.Strings(out)
 	return out
 }
+
+// MaxCanaryVehicles is the most vehicles status.canaryVehicles holds (its
+// CRD MaxItems).
+const MaxCanaryVehicles = 1000
 
 // stratified picks n vehicles so that every hardware model of the fleet is
 // represented (n is raised to the number of models), preferring reachable

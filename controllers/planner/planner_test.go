@@ -97,6 +97,44 @@ func TestCanaryCohort(t *testing.T) {
 	}
 }
 
+// TestCanaryIsCappedAtWhatTheStatusHolds: a canary selector matching more
+// vehicles than status.canaryVehicles may hold (its CRD MaxItems) would
+// make every status patch invalid and stop the rollout for good (seen with
+// a canary of all 6,000 vehicles of a 30,000-node fleet): the canary is
+// MaxCanaryVehicles of them, in the profile's stable pseudo-random order,
+// with a warning event naming the numbers.
+func TestCanaryIsCappedAtWhatTheStatusHolds(t *testing.T) {
+	s := newSim(t, shipped(), 1200, 300, "r1")
+	s.rollout.Canary = v1alpha1.CanarySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/hardware": "xavier"}}}
+	s.revision = "r2"
+	out := s.tick(time.Minute)
+	got := out.Status.CanaryVehicles
+	if len(got) != planner.MaxCanaryVehicles {
+		t.Fatalf("%d canary vehicles, want %d", len(got), planner.MaxCanaryVehicles)
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("canary vehicles not sorted")
+	}
+	for _, c := range got {
+		if s.vehicles[c].Hardware[0] != "xavier" {
+			t.Errorf("canary %s is not a xavier vehicle", c)
+		}
+	}
+	warned := false
+	for _, e := range out.Events {
+		if e.Reason == "CanaryTruncated" && e.Warning && strings.Contains(e.Message, "selects 1200 vehicles") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no CanaryTruncated warning among %+v", out.Events)
+	}
+	// A second reconcile keeps the same canary.
+	if again := s.tick(time.Minute).Status.CanaryVehicles; !slices.Equal(again, got) {
+		t.Errorf("the canary changed between reconciles")
+	}
+}
+
 func TestCanaryPrefersReachable(t *testing.T) {
 	s := newSim(t, shipped(), 2, 1, "r1")
 	s.rollout.Canary = v1alpha1.CanarySpec{Count: ptr(int32(2))}
