@@ -151,10 +151,17 @@ func (b *bench) untilVerified(ctx context.Context, what string, t0 time.Time, ge
 }
 
 // allAtOnce creates the profile without a rollout: every vehicle receives
-// its first revision at once.
+// its first revision at once. When the Lease renewal period needs an
+// unreachableAfter above the default (2m: a profile without a rollout has
+// it, and with a 4m renewal every vehicle would turn Unreachable between two
+// renewals), the profile gets the smallest rollout that sets it: a canary
+// of 2 vehicles, then every vehicle at once.
 func (b *bench) allAtOnce(ctx context.Context) (scenario, error) {
 	s := scenario{ran: true}
 	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: profileName}, Spec: tuning(30)}
+	if b.unreachableAfter > v1alpha1.DefaultUnreachableAfter {
+		p.Spec.Rollout = canaryRollout(b.unreachableAfter, percentStep(100))
+	}
 	t0 := time.Now()
 	if err := b.cl.Create(ctx, p); err != nil {
 		return s, fmt.Errorf("creating profile %s: %w", profileName, err)
