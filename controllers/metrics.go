@@ -19,6 +19,8 @@ package controllers
 import (
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -119,18 +121,37 @@ func deleteMetrics(profile string) {
 // experimentPhases are the phases nettune_experiment_phase reports.
 var experimentPhases = []string{v1alpha1.ExperimentPending, v1alpha1.ExperimentRunning, v1alpha1.ExperimentCompleted, v1alpha1.ExperimentAborted}
 
-// recordExperimentMetrics sets the experiment's gauges from its status, the
-// previous values of the experiment dropped first (arms stop, cohorts and
-// rankings change).
+// experimentSeries remembers, per experiment, the series its last record
+// set, so that the next record removes only those no longer in its status
+// (a scrape never sees the experiment's series half gone).
+var experimentSeries = struct {
+	sync.Mutex
+	m map[string]map[seriesKey]bool
+}{m: map[string]map[seriesKey]bool{}}
+
+// seriesKey is one series of an experiment gauge: the vector and its label
+// values joined.
+type seriesKey struct {
+	vec    *prometheus.GaugeVec
+	values string
+}
+
+// recordExperimentMetrics sets the experiment's gauges from its status and
+// then removes the series of its previous record that the status no longer
+// has (arms stop, cohorts and rankings change).
 func recordExperimentMetrics(exp *v1alpha1.NetTuningExperiment) {
-	deleteExperimentMetrics(exp.Name)
+	now := map[seriesKey]bool{}
+	set := func(vec *prometheus.GaugeVec, v float64, values ...string) {
+		vec.WithLabelValues(values...).Set(v)
+		now[seriesKey{vec, strings.Join(values, "\x00")}] = true
+	}
 	st := exp.Status
 	for _, ph := range experimentPhases {
 		v := 0.0
 		if st.Phase == ph {
 			v = 1
 		}
-		experimentPhase.WithLabelValues(exp.Name, ph).Set(v)
+		set(experimentPhase, v, exp.Name, ph)
 	}
 	for _, a := range st.Arms {
 		profile := a.Profile
@@ -139,11 +160,11 @@ func recordExperimentMetrics(exp *v1alpha1.NetTuningExperiment) {
 		}
 		for _, c := range a.Cohorts {
 			for _, v := range c.Vehicles {
-				experimentArmVehicle.WithLabelValues(exp.Name, a.Name, profile, a.Phase, c.Hardware, v).Set(1)
+				set(experimentArmVehicle, 1, exp.Name, a.Name, profile, a.Phase, c.Hardware, v)
 			}
 			if c.Total > 0 {
-				experimentArmMessages.WithLabelValues(exp.Name, a.Name, c.Hardware, "total").Set(float64(c.Total))
-				experimentArmMessages.WithLabelValues(exp.Name, a.Name, c.Hardware, "slow").Set(float64(c.Slow))
+				set(experimentArmMessages, float64(c.Total), exp.Name, a.Name, c.Hardware, "total")
+				set(experimentArmMessages, float64(c.Slow), exp.Name, a.Name, c.Hardware, "slow")
 			}
 		}
 	}
@@ -151,14 +172,25 @@ func recordExperimentMetrics(exp *v1alpha1.NetTuningExperiment) {
 		for _, r := range res.Ranking {
 			for bound, s := range map[string]string{"estimate": r.Effect, "low": r.EffectLow, "high": r.EffectHigh} {
 				if v, err := strconv.ParseFloat(s, 64); err == nil {
-					experimentArmEffect.WithLabelValues(exp.Name, r.Arm, res.Hardware, bound).Set(v)
+					set(experimentArmEffect, v, exp.Name, r.Arm, res.Hardware, bound)
 				}
 			}
 		}
 	}
+	experimentSeries.Lock()
+	defer experimentSeries.Unlock()
+	for k := range experimentSeries.m[exp.Name] {
+		if !now[k] {
+			k.vec.DeleteLabelValues(strings.Split(k.values, "\x00")...)
+		}
+	}
+	experimentSeries.m[exp.Name] = now
 }
 
 func deleteExperimentMetrics(name string) {
+	experimentSeries.Lock()
+	delete(experimentSeries.m, name)
+	experimentSeries.Unlock()
 	for _, v := range []*prometheus.GaugeVec{experimentPhase, experimentArmVehicle, experimentArmMessages, experimentArmEffect} {
 		v.DeletePartialMatch(prometheus.Labels{"experiment": name})
 	}

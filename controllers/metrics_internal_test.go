@@ -69,6 +69,17 @@ func TestExperimentMetricsFollowTheStatus(t *testing.T) {
 		t.Errorf("%d effect series, want 3 (the control has no effect)", n)
 	}
 
+	// An arm's phase is a label: its vehicles' series move to the new
+	// phase, and the old phase's series go.
+	exp.Status.Arms[0].Phase = v1alpha1.ArmFinished
+	recordExperimentMetrics(exp)
+	if n := testutil.CollectAndCount(experimentArmVehicle); n != 4 {
+		t.Errorf("%d arm vehicle series after the control's phase changed, want 4", n)
+	}
+	if v := testutil.ToFloat64(experimentArmVehicle.WithLabelValues("m", v1alpha1.ControlArm, "base", v1alpha1.ArmFinished, "xavier", "av-2")); v != 1 {
+		t.Errorf("av-2 in the finished control: %g", v)
+	}
+
 	// The experiment completes and its arm profiles are gone: the cohorts
 	// stay (the status keeps them), the phase moves.
 	exp.Status.Phase = v1alpha1.ExperimentCompleted
