@@ -215,14 +215,20 @@ var leaseOfItsNode = map[string]string{v1alpha1.AgentLeaseLabel: leaseNodeIsName
 const leaseNodeIsName = "="
 
 func trimLease(o *coordinationv1.Lease) {
-	if node, ok := o.Labels[v1alpha1.AgentLeaseLabel]; ok && node != "" && node == o.Name {
-		o.Labels = leaseOfItsNode
-	} else {
-		o.Labels = internLabels(o.Labels, o.Name, func(k string) bool { return k == v1alpha1.AgentLeaseLabel })
-	}
+	o.Labels = agentLeaseLabels(o.Name, o.Labels)
 	o.Annotations = nil
 	o.OwnerReferences = nil
 	o.Spec = coordinationv1.LeaseSpec{}
+}
+
+// agentLeaseLabels are the labels of Lease name that leaseNode reads: the
+// shared leaseOfItsNode when the Lease is named after its node, else the
+// agent-lease label alone, interned.
+func agentLeaseLabels(name string, labels map[string]string) map[string]string {
+	if node, ok := labels[v1alpha1.AgentLeaseLabel]; ok && node != "" && node == name {
+		return leaseOfItsNode
+	}
+	return internLabels(labels, name, func(k string) bool { return k == v1alpha1.AgentLeaseLabel })
 }
 
 // internLabels is m with only the keys keep passes (nil: every key), keys

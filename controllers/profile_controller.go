@@ -170,28 +170,24 @@ func (r *ProfileReconciler) listLeases(ctx context.Context) ([]metav1.PartialObj
 	var out []metav1.PartialObjectMetadata
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("LeaseList"))
-	opts := []client.ListOption{client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases}, client.Limit(leaseListPage)}
 	for {
+		opts := []client.ListOption{client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases}, client.Limit(leaseListPage)}
+		if list.Continue != "" {
+			opts = append(opts, client.Continue(list.Continue))
+		}
 		if err := r.APIReader.List(ctx, list, opts...); err != nil {
 			return nil, err
 		}
-		if out == nil {
-			out = make([]metav1.PartialObjectMetadata, 0, len(list.Items))
-		}
 		for i := range list.Items {
-			// Only what leaseNode and the timer read; a Lease named after
-			// its node shares one label map, as in the cache.
+			// Only what leaseNode and the timer read, labels as the cache
+			// keeps them.
 			m := &list.Items[i].ObjectMeta
-			labels := leaseOfItsNode
-			if node := m.Labels[v1alpha1.AgentLeaseLabel]; node != m.Name {
-				labels = map[string]string{v1alpha1.AgentLeaseLabel: node}
-			}
-			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, ResourceVersion: m.ResourceVersion, Labels: labels}})
+			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+				Name: m.Name, ResourceVersion: m.ResourceVersion, Labels: agentLeaseLabels(m.Name, m.Labels)}})
 		}
 		if list.Continue == "" {
 			return out, nil
 		}
-		opts = append(opts[:3], client.Limit(leaseListPage), client.Continue(list.Continue))
 	}
 }
 
