@@ -276,12 +276,17 @@ func (p *plan) order() {
 		if ca {
 			return ia < ib
 		}
-		ha, hb := p.hash(a.Name), p.hash(b.Name)
-		if ha != hb {
-			return ha < hb
-		}
-		return a.Name < b.Name
+		return p.before(a.Name, b.Name)
 	})
+}
+
+// before orders vehicles in the profile's stable pseudo-random order.
+func (p *plan) before(a, b string) bool {
+	ha, hb := p.hash(a), p.hash(b)
+	if ha != hb {
+		return ha < hb
+	}
+	return a < b
 }
 
 func (p *plan) hash(vehicle string) uint64 {
@@ -325,13 +330,7 @@ func (p *plan) pickCanaries() []string {
 		// that could not be written would stop the rollout for good. The
 		// canary is the first of them in the profile's stable
 		// pseudo-random order; the rest follow with the steps.
-		sort.Slice(out, func(i, j int) bool {
-			hi, hj := p.hash(out[i]), p.hash(out[j])
-			if hi != hj {
-				return hi < hj
-			}
-			return out[i] < out[j]
-		})
+		sort.Slice(out, func(i, j int) bool { return p.before(out[i], out[j]) })
 		p.event(true, "CanaryTruncated", "the canary selects %d vehicles; status.canaryVehicles holds at most %d: the canary is %d of them, the rest follow with the steps",
 			len(out), MaxCanaryVehicles, MaxCanaryVehicles)
 		out = out[:MaxCanaryVehicles]
@@ -368,11 +367,7 @@ func (p *plan) stratified(n int) []string {
 			if ri != rj {
 				return ri
 			}
-			hi, hj := p.hash(g[i].Name), p.hash(g[j].Name)
-			if hi != hj {
-				return hi < hj
-			}
-			return g[i].Name < g[j].Name
+			return p.before(g[i].Name, g[j].Name)
 		})
 	}
 	if n < len(models) {
