@@ -233,48 +233,73 @@ func (c *cli) undo(ctx context.Context, name, to string) error {
 		fmt.Fprintf(c.stdout, "%s: the content is already revision %s; nothing to undo\n", name, to)
 		return nil
 	}
-	// The controller writes the profile's status all the time, and every
-	// write moves its resourceVersion: an Update that conflicts is tried
-	// again on a fresh read as long as the content is still what undo
-	// started from (a spec changed in between is never overwritten).
-	attempt := 0
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if attempt++; attempt > 1 {
-			var err error
-			if p, err = c.getProfile(ctx, name); err != nil {
-				return err
-			}
-			if now := fleetmodel.RevisionName(p); now != from {
-				return fmt.Errorf("profile %s changed while undo ran (its content moved from revision %s to %s); run it again", name, from, now)
-			}
-		}
+	moved := func(now string) error {
+		return fmt.Errorf("profile %s changed while undo ran (its content moved from revision %s to %s); run it again", name, from, now)
+	}
+	restore := func(p *v1alpha1.NetTuningProfile) error {
 		spec, err := mergeRevision(cr.Data.Raw, p.Spec.Rollout)
 		if err != nil {
 			return fmt.Errorf("profile %s: revision %s: %w", name, to, err)
 		}
 		p.Spec = *spec
-		if beforeUndoUpdate != nil {
-			beforeUndoUpdate(attempt)
-		}
-		return cl.Update(ctx, p)
-	})
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("profile %s kept changing while undo ran; run it again", name)
-		}
-		var se *apierrors.StatusError
-		if errors.As(err, &se) {
-			return fmt.Errorf("profile %s: restoring revision %s: %w", name, to, err)
-		}
+		return nil
+	}
+	if _, err := c.updateContent(ctx, p, name, from, "undo", "restoring revision "+to, moved, restore); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "%s: reverted content from revision %s to %s (spec.rollout kept)\n", name, from, to)
 	return nil
 }
 
-// beforeUndoUpdate, when set (by a test), runs before each of undo's
-// Updates: attempt counts from 1.
-var beforeUndoUpdate func(attempt int)
+// updateContent edits profile name and writes it with an Update. The
+// controller writes the profile's status all the time, and every write
+// moves its resourceVersion: an Update that conflicts is tried again on a
+// fresh read as long as the content is still revision content; a spec
+// changed in between is never overwritten, and moved says so. p is the
+// profile as already read (nil: read it first); verb names the command and
+// what the change, in errors. It returns the profile as written.
+func (c *cli) updateContent(ctx context.Context, p *v1alpha1.NetTuningProfile, name, content, verb, what string,
+	moved func(now string) error, edit func(*v1alpha1.NetTuningProfile) error) (*v1alpha1.NetTuningProfile, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	attempt := 0
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if attempt++; p == nil || attempt > 1 {
+			fresh, err := c.getProfile(ctx, name)
+			if err != nil {
+				return err
+			}
+			p = fresh
+		}
+		if now := fleetmodel.RevisionName(p); now != content {
+			return moved(now)
+		}
+		if err := edit(p); err != nil {
+			return err
+		}
+		if beforeProfileUpdate != nil {
+			beforeProfileUpdate(attempt)
+		}
+		return cl.Update(ctx, p)
+	})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("profile %s kept changing while %s ran; run it again", name, verb)
+		}
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("profile %s: %s: %w", name, what, err)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// beforeProfileUpdate, when set (by a test), runs before each of
+// updateContent's Updates: attempt counts from 1.
+var beforeProfileUpdate func(attempt int)
 
 // mergeRevision is the stored content of a revision (a profile spec without
 // rollout, as JSON) with the given rollout put back.

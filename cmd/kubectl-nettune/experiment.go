@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,7 +27,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -255,41 +253,20 @@ func (c *cli) adopt(ctx context.Context, name, hardware string) error {
 	if variant == nil {
 		return fmt.Errorf("experiment %s: winner %q is not among its variants", name, winner)
 	}
-	cl, err := c.client()
-	if err != nil {
-		return err
+	from := x.Status.BaseRevision
+	moved := func(now string) error {
+		return fmt.Errorf("profile %s changed since experiment %s measured against revision %s (its content is now %s): run the experiment again",
+			x.Spec.Profile, name, from, now)
 	}
-	// The controller writes the profile's status all the time, and every
-	// write moves its resourceVersion: an Update that conflicts is tried
-	// again on a fresh read, as long as the content is still the revision
-	// the experiment measured against (a spec changed in between is never
-	// overwritten: its revision differs).
-	var p *v1alpha1.NetTuningProfile
-	var from string
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		if p, err = c.getProfile(ctx, x.Spec.Profile); err != nil {
-			return err
-		}
-		if from = fleetmodel.RevisionName(p); from != x.Status.BaseRevision {
-			return fmt.Errorf("profile %s changed since experiment %s measured against revision %s (its content is now %s): run the experiment again",
-				p.Name, name, x.Status.BaseRevision, from)
-		}
+	p, err := c.updateContent(ctx, nil, x.Spec.Profile, from, "adopt", "adopting variant "+winner, moved, func(p *v1alpha1.NetTuningProfile) error {
 		p.Spec = *experiment.Overlay(&p.Spec, variant.Parameters)
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
 		p.Annotations[AdoptedAnnotation] = name + "/" + winner
-		return cl.Update(ctx, p)
+		return nil
 	})
 	if err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("profile %s kept changing while adopt ran; run it again", x.Spec.Profile)
-		}
-		var se *apierrors.StatusError
-		if errors.As(err, &se) {
-			return fmt.Errorf("profile %s: adopting variant %s: %w", x.Spec.Profile, winner, err)
-		}
 		return err
 	}
 	how := "every selected vehicle at once (the profile has no spec.rollout)"

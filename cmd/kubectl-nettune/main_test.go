@@ -543,7 +543,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		// write would) moves the resourceVersion; undo reads again and
 		// succeeds, keeping that write.
 		attempts := 0
-		beforeUndoUpdate = func(attempt int) {
+		beforeProfileUpdate = func(attempt int) {
 			attempts = attempt
 			if attempt == 1 {
 				cur := p.profile(name)
@@ -554,9 +554,9 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 				}
 			}
 		}
-		defer func() { beforeUndoUpdate = nil }()
+		defer func() { beforeProfileUpdate = nil }()
 		out := p.ok("undo", name)
-		beforeUndoUpdate = nil
+		beforeProfileUpdate = nil
 		if attempts != 2 {
 			t.Errorf("undo wrote in %d attempt(s), want 2 (a conflict, then a fresh read)", attempts)
 		}
@@ -593,7 +593,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		}
 		// A spec edited between undo's read and its Update is never
 		// overwritten: undo fails and says so.
-		beforeUndoUpdate = func(attempt int) {
+		beforeProfileUpdate = func(attempt int) {
 			if attempt == 1 {
 				cur := p.profile(name)
 				cur.Spec.Defaults.Cwnd.Value = 41
@@ -603,7 +603,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			}
 		}
 		r := p.run("undo", name, "--to-revision", rev2)
-		beforeUndoUpdate = nil
+		beforeProfileUpdate = nil
 		if r.code != exitError || !strings.Contains(r.stderr, "changed while undo ran") {
 			t.Errorf("undo over a concurrent spec edit: exit %d, stderr %q", r.code, r.stderr)
 		}
