@@ -307,15 +307,21 @@ type Outcome struct {
 
 // Failed says why the outcome fails the check, "" when it passes: the
 // query must run and return something a panel would draw; a variable's
-// values must include the value vars gives it.
+// values must include the value vars gives it, each of them when vars
+// chooses several as a regex alternation ("a|b", as Grafana substitutes a
+// multi-value variable).
 func (o Outcome) Failed(vars map[string]string) string {
 	switch {
 	case o.Err != nil:
 		return o.Err.Error()
 	case o.Result.Empty():
 		return "empty result"
-	case o.Query.Kind == KindLabelValues && vars[o.Query.Variable] != "" && !slices.Contains(o.Result.Values, vars[o.Query.Variable]):
-		return fmt.Sprintf("values %v lack %q", o.Result.Values, vars[o.Query.Variable])
+	case o.Query.Kind == KindLabelValues && vars[o.Query.Variable] != "":
+		for _, v := range strings.Split(vars[o.Query.Variable], "|") {
+			if !slices.Contains(o.Result.Values, v) {
+				return fmt.Sprintf("values %v lack %q", o.Result.Values, v)
+			}
+		}
 	}
 	return ""
 }

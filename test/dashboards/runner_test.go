@@ -102,4 +102,12 @@ func TestRunnerTellsDataFromNothing(t *testing.T) {
 	if why := o.Failed(vars); !strings.Contains(why, `lack "xavier-lan"`) {
 		t.Errorf("Failed: %q", why)
 	}
+	// Several values chosen (a regex alternation): each must be among them.
+	multi := Outcome{Query: Query{Kind: KindLabelValues, Variable: "control"}, Result: Result{Series: 1, Points: 1, Values: []string{"av-001", "av-002", "av-003"}}}
+	if why := multi.Failed(map[string]string{"control": "av-001|av-003"}); why != "" {
+		t.Errorf("Failed with both values present: %q", why)
+	}
+	if why := multi.Failed(map[string]string{"control": "av-001|av-004"}); !strings.Contains(why, `lack "av-004"`) {
+		t.Errorf("Failed with av-004 absent: %q", why)
+	}
 }
