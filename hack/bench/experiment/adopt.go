@@ -22,18 +22,18 @@ import (
 // shipped cwnd 30 as its variant, and `kubectl nettune experiment adopt` of
 // the winner, watched as the base's canary rollout takes it to the fleet.
 type adoption struct {
-	baseRev   string // the worse base's revision, the control's
-	winner    string
-	ranking   string // the experiment's ranking line (shares and effect)
-	adoptOut  string // what adopt printed
-	adoptErr  string // why adopt refused, if it did
-	newRev    string // the base's revision after adopt
-	held      int32  // vehicles on newRev while the rollout held at its first pause
-	heldOf    int32  // of the profile's vehicles
-	heldCanon []string
-	toCanary  time.Duration // from adopt to the canary vehicles verified on newRev
-	toFleet   time.Duration // from adopt to every vehicle verified on newRev, Healthy
-	took      time.Duration
+	baseRev      string // the worse base's revision, the control's
+	winner       string
+	ranking      string // the experiment's ranking line (shares and effect)
+	adoptOut     string // what adopt printed
+	adoptErr     string // why adopt refused, if it did
+	newRev       string // the base's revision after adopt
+	held         int32  // vehicles on newRev while the rollout held at its first pause
+	heldOf       int32  // of the profile's vehicles
+	heldCanaries []string
+	toCanary     time.Duration // from adopt to the canary vehicles verified on newRev
+	toFleet      time.Duration // from adopt to every vehicle verified on newRev, Healthy
+	took         time.Duration
 }
 
 // adoptPause is the canary pause of the base's rollout during the adoption
@@ -156,7 +156,7 @@ func runAdoption(ctx context.Context, f *fleet.Fleet, c config, judge v1alpha1.A
 			a.held = rv.Vehicles
 		}
 	}
-	a.heldCanon = canary.Status.CanaryVehicles
+	a.heldCanaries = canary.Status.CanaryVehicles
 	if _, err := waitBase(ctx, getBase, 5*time.Minute, stable); err != nil {
 		return a, fmt.Errorf("the adopted revision never reached the whole fleet: %w", err)
 	}
@@ -199,6 +199,6 @@ func writeAdoption(s *strings.Builder, a *adoption) {
 	}
 	fmt.Fprintf(s, "- `kubectl nettune experiment adopt adopt-cwnd30`: %s\n", a.adoptOut)
 	fmt.Fprintf(s, "- The base's new revision `%s`: the canary vehicles (%s) verified it %s after the adopt; while the rollout held at its pause, **%d of %d** vehicles had it; every vehicle verified it and the profile was Healthy %s after the adopt.\n",
-		a.newRev, strings.Join(a.heldCanon, ", "), a.toCanary.Round(time.Second), a.held, a.heldOf, a.toFleet.Round(time.Second))
+		a.newRev, strings.Join(a.heldCanaries, ", "), a.toCanary.Round(time.Second), a.held, a.heldOf, a.toFleet.Round(time.Second))
 	fmt.Fprintf(s, "- The adoption trial took %s.\n", a.took.Round(time.Second))
 }

@@ -71,33 +71,32 @@ var variantSets = map[string]struct {
 	"bad": {"the demo's bad edit (cwnd 1, rto_min 1 s) against the control", []v1alpha1.ExperimentVariant{
 		{Name: "cwnd1-rto1s", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 1}, Initcwnd: ptr(int32(1)), Ssthresh: ptr(int32(1)),
 			RTOMin: &metav1.Duration{Duration: time.Second}}},
-	}, func(arm string, p armPhysics) float64 {
-		rto := 10.0
-		if arm == "cwnd1-rto1s" {
-			rto = 1000
-		}
-		if p.outSegs == 0 {
-			return 0
-		}
-		return 1000 * float64(p.timeouts) * rto / float64(p.outSegs)
-	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min)",
+	}, timerWait(map[string]float64{"cwnd1-rto1s": 1000}), "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min)",
 		fleet.DemoTraffic, demoTrafficTitle, 50 * time.Millisecond},
 	"rto": {"rto_min 200 ms against the control's 10 ms", []v1alpha1.ExperimentVariant{
 		{Name: "rto200ms", Parameters: v1alpha1.TCPParameters{RTOMin: &metav1.Duration{Duration: 200 * time.Millisecond}}},
-	}, func(arm string, p armPhysics) float64 {
-		rto := 10.0 // ms, the control's (v2)
-		if arm == "rto200ms" {
-			rto = 200
-		}
-		if p.outSegs == 0 {
-			return 0
-		}
-		return 1000 * float64(p.timeouts) * rto / float64(p.outSegs)
-	}, "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min: rto_min decides how long a loss without fast retransmit waits)",
+	}, timerWait(map[string]float64{"rto200ms": 200}), "ms waited for retransmission timers per 1,000 segments sent (RTO timeouts x the arm's rto_min: rto_min decides how long a loss without fast retransmit waits)",
 		fleet.DemoTraffic, demoTrafficTitle, 100 * time.Millisecond},
 }
 
 const demoTrafficTitle = "the demo's: the two other hosts write 64 KB each of TCP into the first host every 100 ms on long-lived connections, and 1 MB each of UDP every 250 ms (twice the port's rate for about 40 ms: the port drops about half of what arrives then, whatever the TCP tuning)"
+
+// timerWait is the wire measure of a set whose arms differ in rto_min: ms
+// waited for retransmission timers per 1,000 segments sent (RTO timeouts x
+// the arm's rto_min in ms, from rtoMs; 10, the control's v2, for the
+// others).
+func timerWait(rtoMs map[string]float64) func(arm string, p armPhysics) float64 {
+	return func(arm string, p armPhysics) float64 {
+		rto, ok := rtoMs[arm]
+		if !ok {
+			rto = 10
+		}
+		if p.outSegs == 0 {
+			return 0
+		}
+		return 1000 * float64(p.timeouts) * rto / float64(p.outSegs)
+	}
+}
 
 func ptr[T any](v T) *T { return &v }
 
