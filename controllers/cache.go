@@ -21,13 +21,10 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +32,7 @@ import (
 )
 
 // CacheOptions is the controller's informer cache: only its own revisions
-// and the agents' Leases in namespace, and every cached object trimmed to
+// in namespace, and every cached object trimmed to
 // what the controllers read (TrimForCache), so that memory grows with the
 // fleet by a few hundred bytes a node, not by whole Node objects.
 func CacheOptions(namespace string) cache.Options {
@@ -44,20 +41,9 @@ func CacheOptions(namespace string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			// Only the controller's own revisions.
 			&appsv1.ControllerRevision{}: {Namespaces: map[string]cache.Config{namespace: {}}, Field: fields.Everything()},
-			// Only the agents' Leases (not the leader election's).
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{namespace: {}}, Label: agentLeases},
 		},
 	}
 }
-
-// agentLeases selects the Leases the agents renew.
-var agentLeases = func() labels.Selector {
-	req, err := labels.NewRequirement(v1alpha1.AgentLeaseLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key
-	}
-	return labels.NewSelector().Add(*req)
-}()
 
 // TrimForCache is the cache's transform: it drops what no controller reads,
 // and the controllers never write a cached object back whole (they patch
@@ -82,10 +68,6 @@ var agentLeases = func() labels.Selector {
 //     reason. Gone: status.items and the condition messages (read by people
 //     and the kubectl plugin, from the API server), the other conditions,
 //     driftRepairs, metadata.ownerReferences (the garbage collector's).
-//   - Lease (the agents'): the AgentLeaseLabel label, which is all the
-//     liveness code reads besides the resourceVersion (as one shared map
-//     when its value is the Lease's name: leaseOfItsNode); not the spec
-//     (the controller times renewals by its own clock, never by renewTime).
 //
 // A controller that needs more of these objects must read it here first
 // (TestTrimForCacheKeepsWhatControllersRead guards the readers of today).
@@ -99,8 +81,6 @@ func TrimForCache(obj any) (any, error) {
 		trimNode(o)
 	case *v1alpha1.NodeNetTuning:
 		trimNodeNetTuning(o)
-	case *coordinationv1.Lease:
-		trimLease(o)
 	}
 	return obj, nil
 }
@@ -202,33 +182,6 @@ func conditionStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
 		}
 	}
 	return metav1.ConditionStatus(intern(string(s)))
-}
-
-// leaseOfItsNode is the labels of every cached agent Lease named after its
-// node (as the agents name them): one map shared by 30,000 Leases instead
-// of a map each (over 300 bytes). leaseNode reads its value as the Lease's
-// name. Like every cached object it is read only (a deep copy copies it).
-var leaseOfItsNode = map[string]string{v1alpha1.AgentLeaseLabel: leaseNodeIsName}
-
-// leaseNodeIsName stands for the Lease's own name in leaseOfItsNode: '=' is
-// in no label value, so no Lease carries it.
-const leaseNodeIsName = "="
-
-func trimLease(o *coordinationv1.Lease) {
-	o.Labels = agentLeaseLabels(o.Name, o.Labels)
-	o.Annotations = nil
-	o.OwnerReferences = nil
-	o.Spec = coordinationv1.LeaseSpec{}
-}
-
-// agentLeaseLabels are the labels of Lease name that leaseNode reads: the
-// shared leaseOfItsNode when the Lease is named after its node, else the
-// agent-lease label alone, interned.
-func agentLeaseLabels(name string, labels map[string]string) map[string]string {
-	if node, ok := labels[v1alpha1.AgentLeaseLabel]; ok && node != "" && node == name {
-		return leaseOfItsNode
-	}
-	return internLabels(labels, name, func(k string) bool { return k == v1alpha1.AgentLeaseLabel })
 }
 
 // internLabels is m with only the keys keep passes (nil: every key), keys

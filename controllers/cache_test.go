@@ -26,7 +26,7 @@ import (
 	"time"
 	"unsafe"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,7 +108,7 @@ func TestTrimForCache(t *testing.T) {
 // trimReader is everything a controller reads from one cached object: the
 // inputs of fleetmodel.NodeReport, AssignedRevision and the renderer's spec
 // comparison for a NodeNetTuning; of render.NodeFromCore and the owner
-// reference for a Node; of the liveness code for a Lease.
+// reference for a Node.
 type trimReader struct {
 	Verified, Failed bool
 	Seen             time.Time
@@ -117,7 +117,6 @@ type trimReader struct {
 	Generation       int64
 	Rendered         *render.Node
 	Owner            string
-	LeaseNode        string
 	ResourceVersion  string
 }
 
@@ -136,8 +135,6 @@ func trimRead(o any) trimReader {
 	case *corev1.Node:
 		n := render.NodeFromCore(o)
 		return trimReader{Rendered: &n, Owner: o.Name + "/" + string(o.UID), ResourceVersion: o.ResourceVersion}
-	case *coordinationv1.Lease:
-		return trimReader{LeaseNode: leaseNode(o), ResourceVersion: o.ResourceVersion}
 	}
 	panic(fmt.Sprintf("no reader of %T", o))
 }
@@ -146,7 +143,7 @@ func trimRead(o any) trimReader {
 // a reader may look at: every condition of the agent's vocabulary with
 // every status, current or stale, environment and revision reasons; the
 // heartbeat there or not; Nodes with and without the LAN annotations and
-// addresses of every type; agent Leases named after their node or not.
+// addresses of every type.
 func trimCases(seed int64, n int) []any {
 	rng := rand.New(rand.NewSource(seed))
 	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
@@ -197,11 +194,6 @@ func trimCases(seed int64, n int) []any {
 				Address: pick("10.0.0.1", " ", "10.0.0.3", "av-host")})
 		}
 		out = append(out, node)
-
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nnt.Name, Namespace: "nettune-system", ResourceVersion: fmt.Sprint(3000 + i),
-			Labels: map[string]string{v1alpha1.AgentLeaseLabel: pick(nnt.Name, nnt.Name, "elsewhere"), "app": "agent"}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo(nnt.Name), RenewTime: &metav1.MicroTime{Time: time.Unix(1_790_000_000, 0)}}}
-		out = append(out, lease)
 	}
 	return out
 }
@@ -313,16 +305,6 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 				n.UID = ""
 			}
 		}),
-		"lease label": more(func(o any) {
-			if l, ok := o.(*coordinationv1.Lease); ok {
-				l.Labels = nil
-			}
-		}),
-		"lease resourceVersion": more(func(o any) {
-			if l, ok := o.(*coordinationv1.Lease); ok {
-				l.ResourceVersion = ""
-			}
-		}),
 	}
 	for name, trim := range overTrims {
 		if lost := trimLosses(t, trim, objs); len(lost) == 0 {
@@ -331,13 +313,10 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 	}
 }
 
-// TestTrimForCacheShares: what repeats across the fleet is one string (or,
-// for the Leases named after their node, one label map), a deep copy of a
-// trimmed Lease is independent of that shared map, and an interning table
-// stops growing at its cap without changing any string.
+// TestTrimForCacheShares: what repeats across the fleet is one string, and
+// an interning table stops growing at its cap without changing any string.
 func TestTrimForCacheShares(t *testing.T) {
 	var nnts []*v1alpha1.NodeNetTuning
-	var leases []*coordinationv1.Lease
 	for _, o := range trimCases(2, 20) {
 		b, _ := json.Marshal(o)
 		switch o.(type) {
@@ -346,11 +325,6 @@ func TestTrimForCacheShares(t *testing.T) {
 			_ = json.Unmarshal(b, n)
 			_, _ = TrimForCache(n)
 			nnts = append(nnts, n)
-		case *coordinationv1.Lease:
-			l := &coordinationv1.Lease{}
-			_ = json.Unmarshal(b, l)
-			_, _ = TrimForCache(l)
-			leases = append(leases, l)
 		}
 	}
 	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
@@ -361,27 +335,14 @@ func TestTrimForCacheShares(t *testing.T) {
 	if a.Status.AppliedRevision == a.Spec.Revision && !same(a.Status.AppliedRevision, a.Spec.Revision) {
 		t.Errorf("applied revision not shared with spec.revision")
 	}
-	var own, shared int
-	for _, l := range leases {
-		if leaseNode(l) == l.Name {
-			if reflect.ValueOf(l.Labels).UnsafePointer() != reflect.ValueOf(leaseOfItsNode).UnsafePointer() {
-				t.Errorf("lease %s named after its node has its own label map", l.Name)
-			}
-			shared++
-			c := l.DeepCopy()
-			c.Labels["x"] = "y"
-			if len(leaseOfItsNode) != 1 || leaseNode(c) != l.Name {
-				t.Fatalf("a deep copy changed the shared labels: %v", leaseOfItsNode)
-			}
-		} else {
-			own++
-		}
+	var revs []*appsv1.ControllerRevision
+	for range 2 {
+		r := &appsv1.ControllerRevision{}
+		_ = json.Unmarshal([]byte(`{"metadata":{"name":"r","namespace":"nettune-system"}}`), r)
+		_, _ = TrimForCache(r)
+		revs = append(revs, r)
 	}
-	if own == 0 || shared == 0 {
-		t.Fatalf("cases cover only one kind of Lease (%d own, %d shared)", own, shared)
-	}
-
-	if len(leases) < 2 || !same(leases[0].Namespace, leases[1].Namespace) {
+	if !same(revs[0].Namespace, revs[1].Namespace) {
 		t.Errorf("namespaces not shared")
 	}
 
@@ -399,14 +360,14 @@ func TestTrimForCacheShares(t *testing.T) {
 }
 
 // BenchmarkTrimForCacheHeap reports the heap each cached object takes, as
-// the cache gets it (a NodeNetTuning decoded from JSON, a Node and a Lease
-// from protobuf, as the API server sends them) and trimmed, for a node of
-// the scale benchmark's fleet (5 hosts a vehicle, the agent's status with
-// five conditions and an item per route, the agent's Lease). Run with
+// the cache gets it (a NodeNetTuning decoded from JSON, a Node from
+// protobuf, as the API server sends them) and trimmed, for a node of the
+// scale benchmark's fleet (5 hosts a vehicle, the agent's status with five
+// conditions and an item per route). Run with
 // -benchtime=1x: go test ./controllers -run '^$' -bench TrimForCacheHeap -benchtime 1x.
 func BenchmarkTrimForCacheHeap(b *testing.B) {
 	const n = 20000
-	for _, kind := range []string{"nodenettuning", "node", "lease"} {
+	for _, kind := range []string{"nodenettuning", "node"} {
 		for _, trim := range []bool{false, true} {
 			name := kind + "/as-sent"
 			if trim {
@@ -421,8 +382,6 @@ func BenchmarkTrimForCacheHeap(b *testing.B) {
 						raw[i], err = json.Marshal(benchNodeNetTuning(i/5, i%5))
 					case "node":
 						raw[i], err = benchNode(i/5, i%5).Marshal()
-					case "lease":
-						raw[i], err = benchLease(i/5, i%5).Marshal()
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -443,10 +402,6 @@ func BenchmarkTrimForCacheHeap(b *testing.B) {
 							node := &corev1.Node{}
 							err = node.Unmarshal(raw[i])
 							o = node
-						case "lease":
-							l := &coordinationv1.Lease{}
-							err = l.Unmarshal(raw[i])
-							o = l
 						}
 						if err != nil {
 							b.Fatal(err)
@@ -524,17 +479,4 @@ func benchNodeNetTuning(i, h int) *v1alpha1.NodeNetTuning {
 		st.Conditions = append(st.Conditions, c)
 	}
 	return nnt
-}
-
-// benchLease is the agent Lease of host h of vehicle i.
-func benchLease(i, h int) *coordinationv1.Lease {
-	name := benchNode(i, h).Name
-	d := int32(720)
-	t := metav1.NewMicroTime(time.Now())
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "nettune-system", UID: types2UID(2_000_000 + i*10 + h),
-		ResourceVersion: fmt.Sprint(300000 + i*10 + h), CreationTimestamp: metav1.Now(),
-		Labels: map[string]string{v1alpha1.AgentLeaseLabel: name},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "coordination.k8s.io/v1", FieldsType: "FieldsV1",
-			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/agent-lease":{}}},"f:spec":{"f:acquireTime":{},"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)}}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &d, AcquireTime: &t, RenewTime: &t}}
 }

@@ -12,11 +12,11 @@
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=nettune-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;create;update,namespace=nettune-system
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 //
 // ControllerRevisions, the leader election lease and the agents' Leases
-// (their sign of life, watched by the controller) live in the controller's
+// (their sign of life, listed by the controller) live in the controller's
 // own namespace: a Role there, not cluster-wide. The chart renders these
 // rules (config/rbac/role.yaml, copied to charts/nettune/files) with its
 // release namespace in place of nettune-system.

@@ -24,12 +24,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
@@ -41,31 +38,36 @@ import (
 // agent has never renewed a Lease (an older agent) is judged by its status
 // heartbeat instead.
 //
+// The controller does not watch the Leases: a watch delivers every renewal
+// (125 a second at 5,000 nodes renewing every 40 s), and decoding them was
+// most of an idle controller's CPU. It lists their metadata (List) every
+// PollEvery instead, a third of the shortest tracked unreachableAfter (the
+// agents' recommended renewal period): a Lease whose resourceVersion moved
+// since the previous list was renewed, and counts as seen at that list. A
+// renewal is therefore seen up to one period late, never early, and a node
+// stops counting as seen one unreachableAfter after the list that last saw
+// its Lease move.
+//
 // It keeps one timer for the whole fleet: it wakes at the next moment some
-// node can turn Unreachable for some profile (its last renewal plus that
+// node can turn Unreachable for some profile (its last sighting plus that
 // profile's unreachableAfter), and only when a node really crossed that line
 // does it wake the profiles. A renewal only moves deadlines later, so
 // renewals never wake anything; a node whose renewals resume after a
-// silence wakes the profiles at once.
+// silence wakes the profiles at the list that sees it.
 //
 // After a controller restart every node counts as seen when its Lease is
 // first listed: a node that died while no controller watched turns
 // Unreachable one unreachableAfter later (as the node lifecycle controller
-// treats kubelet leases).
+// treats kubelet leases). Until that first list succeeds Synced is false,
+// and the profile reconciler judges no vehicle.
 //
 // Silence is counted only up to the moment the controller last knew the
-// Leases as they are (its view): the informer's last event, or the last
-// direct List. A watch that is cut off (the API server down, a connection
-// reset) delivers nothing and says nothing: client-go retries it for as long
-// as it takes, backing off to half a minute between tries, without an
-// error anyone can hook. So before the timer counts a node as crossing its
-// unreachableAfter it lists the Leases itself when its view is older than
-// that deadline: a list that succeeds makes the view current, and a Lease
-// whose resourceVersion moved since it was last observed was renewed; a
-// list that fails counts no silence and is tried again every ProbeEvery.
-// The API server the controller could not reach was out of reach of the
-// agents too: from the view before the failed list to the moment the
-// Leases are read again (a list, or the informer's next event) is a blind
+// Leases as they are (its view): the last list that succeeded. Before the
+// timer counts a node as crossing its unreachableAfter it lists the Leases
+// when its view is older than that deadline. A list that fails counts no
+// silence and is tried again every ProbeEvery. The API server the
+// controller could not reach was out of reach of the agents too: from the
+// view before the failed list to the next list that succeeds is a blind
 // spell that counts for no node, whose silence resumes where it stood.
 type Liveness struct {
 	// Now is the clock (time.Now when nil).
@@ -73,10 +75,16 @@ type Liveness struct {
 	// Changes receives a profile to reconcile when a node it may select
 	// turned Unreachable or came back.
 	Changes chan event.GenericEvent
-	// List lists the agents' Leases' metadata from the API server (not the
-	// cache): a renewal moves the resourceVersion, which is all the timer
-	// reads. Nil takes the informer's view as current at every moment.
+	// List lists every agent Lease's metadata from the API server: a
+	// renewal moves the resourceVersion, which is all the timer reads; a
+	// node whose Lease is not listed is judged by its status heartbeat.
+	// Nil (unit tests, which call Observed) takes the view as current at
+	// every moment.
 	List func(ctx context.Context) ([]metav1.PartialObjectMetadata, error)
+	// PollEvery is the period of the lists (a third of the shortest tracked
+	// unreachableAfter when 0, or of the default unreachableAfter while no
+	// profile is tracked; at least MinPoll).
+	PollEvery time.Duration
 	// ProbeEvery is how often List is tried again after it failed (2 s
 	// when 0).
 	ProbeEvery time.Duration
@@ -89,7 +97,33 @@ type Liveness struct {
 	view     time.Time                // when the Leases were last known as they are
 	lastScan time.Time                // the view at the previous scan
 	blind    time.Time                // the view when List began to fail: the blind spell's start (zero: none)
+	synced   bool                     // a list succeeded
 	wake     chan struct{}
+}
+
+// MinPoll is the shortest period between two lists of the Leases.
+const MinPoll = time.Second
+
+// Synced reports whether the Leases were listed once (always true without
+// List): before that, every node would be judged by its status heartbeat.
+func (l *Liveness) Synced() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.synced || l.List == nil
+}
+
+// pollEvery is the period of the lists.
+func (l *Liveness) pollEvery() time.Duration {
+	if l.PollEvery > 0 {
+		return l.PollEvery
+	}
+	l.mu.Lock()
+	shortest := l.shortestLocked()
+	l.mu.Unlock()
+	if shortest <= 0 {
+		shortest = v1alpha1.DefaultUnreachableAfter
+	}
+	return max(shortest/3, MinPoll)
 }
 
 // NewLiveness returns an empty Liveness.
@@ -174,9 +208,9 @@ func (l *Liveness) Untrack(profile string) {
 	l.mu.Unlock()
 }
 
-// Observed records node's Lease at resourceVersion version as the informer
-// delivered it: the view is current, and a version not observed before is a
-// renewal (renewed). It reports what renewed reports.
+// Observed records node's Lease at resourceVersion version as a list showed
+// it: the view is current, and a version not observed before is a renewal
+// (renewed). It reports what renewed reports.
 func (l *Liveness) Observed(node, version string) (cameBack bool) {
 	l.mu.Lock()
 	l.view = l.now()
@@ -191,12 +225,12 @@ func (l *Liveness) Observed(node, version string) (cameBack bool) {
 }
 
 // probe lists the Leases from the API server: on success the view is
-// current and the Leases whose version moved were renewed. It reports
-// whether the list succeeded, and whether a node it shows renewed came back
-// after a silence (the informer, delivering the same version later, will
-// not say so).
+// current, the Leases whose version moved were renewed, and a node whose
+// Lease is gone is judged by its status heartbeat again. It reports whether
+// the list succeeded, and whether a node it shows renewed came back after a
+// silence.
 func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	leases, err := l.List(ctx)
 	now := l.now()
@@ -213,7 +247,20 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 		return false, false
 	}
 	l.view = now
+	l.synced = true
 	l.endSpellLocked(now)
+	listed := make(map[string]bool, len(leases))
+	for i := range leases {
+		if node := leaseNode(&leases[i]); node != "" {
+			listed[node] = true
+		}
+	}
+	for node := range l.versions {
+		if !listed[node] {
+			delete(l.seen, node)
+			delete(l.versions, node)
+		}
+	}
 	l.mu.Unlock()
 	for i := range leases {
 		if node := leaseNode(&leases[i]); node != "" {
@@ -224,6 +271,10 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 	}
 	return true, cameBack
 }
+
+// probeTimeout bounds one list of the Leases (every page of it): 30,000
+// Leases' metadata is 15 pages.
+const probeTimeout = 30 * time.Second
 
 // endSpellLocked ends a blind spell at now: every node's last sighting
 // moves later by the spell's length, so its silence resumes where it stood.
@@ -267,15 +318,6 @@ func (l *Liveness) renewed(node string) (cameBack bool) {
 		l.nudge()
 	}
 	return cameBack
-}
-
-// Forget drops a node whose Lease was deleted: it is judged by its status
-// heartbeat again.
-func (l *Liveness) Forget(node string) {
-	l.mu.Lock()
-	delete(l.seen, node)
-	delete(l.versions, node)
-	l.mu.Unlock()
 }
 
 func (l *Liveness) shortestLocked() time.Duration {
@@ -335,37 +377,65 @@ func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 	return profiles, next
 }
 
-// Start runs the timer until ctx ends (a manager Runnable).
+// Start lists the Leases every pollEvery and runs the timer until ctx ends
+// (a manager Runnable).
 func (l *Liveness) Start(ctx context.Context) error {
 	l.mu.Lock()
 	l.lastScan = l.now()
 	l.mu.Unlock()
+	retry := l.ProbeEvery
+	if retry <= 0 {
+		retry = 2 * time.Second
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var listed time.Time // the last list (zero: none yet)
+	listedOK := false
+	// due is when the next list is: now before the first, retry after a
+	// failed one, pollEvery (which a profile's Track may have shortened)
+	// after a successful one.
+	due := func() time.Time {
+		switch {
+		case listed.IsZero():
+			return time.Time{}
+		case !listedOK:
+			return listed.Add(retry)
+		}
+		return listed.Add(l.pollEvery())
+	}
 	for {
+		if l.List != nil && !l.now().Before(due()) {
+			ok, cameBack := l.probe(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if cameBack && !l.wakeAll(ctx) {
+				return nil
+			}
+			listed, listedOK = l.now(), ok
+		}
 		profiles, next := l.scan(l.now())
 		if !l.send(ctx, profiles) {
 			return nil
 		}
+		now := l.now()
 		wait := time.Hour
 		if !next.IsZero() {
 			// A second past the deadline: the vehicle is Unreachable by
 			// then on the planner's clock too.
-			wait = next.Sub(l.now()) + time.Second
+			wait = next.Sub(now) + time.Second
+			if l.List != nil && !next.After(now) {
+				// A deadline passed that the view is too old to judge:
+				// list now, or once the failed list may be retried.
+				if listedOK {
+					listed = time.Time{}
+					continue
+				}
+				wait = due().Sub(now)
+			}
 		}
-		if l.List != nil && !next.IsZero() && !next.After(l.now()) {
-			// A deadline passed that the view is too old to judge.
-			ok, cameBack := l.probe(ctx)
-			if cameBack && !l.wakeAll(ctx) {
-				return nil
-			}
-			if ok {
-				continue
-			}
-			wait = l.ProbeEvery
-			if wait <= 0 {
-				wait = 2 * time.Second
-			}
+		if l.List != nil {
+			wait = min(wait, due().Sub(now))
 		}
 		timer.Reset(wait)
 		select {
@@ -404,42 +474,10 @@ func (l *Liveness) send(ctx context.Context, profiles []string) bool {
 	return true
 }
 
-// leaseNode is the node an agent Lease speaks for ("" for other Leases):
-// its AgentLeaseLabel, which the cache keeps as leaseNodeIsName when it is
-// the Lease's name (TrimForCache).
+// leaseNode is the node an agent Lease speaks for: its AgentLeaseLabel (""
+// for other Leases).
 func leaseNode(o client.Object) string {
-	node := o.GetLabels()[v1alpha1.AgentLeaseLabel]
-	if node == leaseNodeIsName {
-		return o.GetName()
-	}
-	return node
-}
-
-// leaseHandler feeds Lease events into l and wakes every profile when a
-// node comes back after a silence; routine renewals enqueue nothing.
-func (r *ProfileReconciler) leaseHandler(l *Liveness) handler.EventHandler {
-	all := r.allProfiles()
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if node := leaseNode(e.Object); node != "" {
-				l.Observed(node, e.Object.GetResourceVersion())
-			}
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			node := leaseNode(e.ObjectNew)
-			if node == "" {
-				return
-			}
-			if l.Observed(node, e.ObjectNew.GetResourceVersion()) {
-				all.Generic(ctx, event.GenericEvent{Object: e.ObjectNew}, q)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if node := leaseNode(e.Object); node != "" {
-				l.Forget(node)
-			}
-		},
-	}
+	return o.GetLabels()[v1alpha1.AgentLeaseLabel]
 }
 
 var livenessLog = ctrl.Log.WithName("liveness")

@@ -94,7 +94,6 @@ func TestLivenessScan(t *testing.T) {
 		t.Errorf("c silent past 10s: woke %v, want short", got)
 	}
 	l.Untrack("short")
-	l.Forget("c")
 	if _, next := l.scan(now); next.IsZero() || next.Before(now) {
 		t.Errorf("after Untrack and Forget: next %s", next)
 	}
@@ -306,5 +305,91 @@ func TestLivenessTimerProbes(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatalf("a node a list shows renewed after its silence did not wake its profile")
+	}
+}
+
+// Without a Lease informer the timer lists the Leases every pollEvery (a
+// third of the shortest unreachableAfter): Synced once the first list
+// succeeded, a node whose Lease version moves stays reachable, one whose
+// version stands still wakes its profile, a Lease that is no longer listed
+// leaves its node to its status heartbeat, and the lists keep to their
+// period.
+func TestLivenessPolls(t *testing.T) {
+	l := NewLiveness()
+	if got := l.pollEvery(); got != v1alpha1.DefaultUnreachableAfter/3 {
+		t.Errorf("pollEvery with no profile %s, want a third of the default unreachableAfter", got)
+	}
+	l.Track("slow", time.Hour)
+	l.Track("p", 900*time.Millisecond)
+	if got := l.pollEvery(); got != MinPoll {
+		t.Errorf("pollEvery for unreachableAfter 900ms %s, want the floor %s", got, MinPoll)
+	}
+	l.Untrack("p")
+	l.Track("p", 1500*time.Millisecond)
+	var mu sync.Mutex
+	lists, listedB := 0, true
+	l.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lists++
+		lease := func(node, version string) metav1.PartialObjectMetadata {
+			return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: node, ResourceVersion: version,
+				Labels: map[string]string{v1alpha1.AgentLeaseLabel: node}}}
+		}
+		out := []metav1.PartialObjectMetadata{lease("alive", fmt.Sprint(lists)), lease("silent", "1")}
+		if listedB {
+			out = append(out, lease("gone", fmt.Sprint(lists)))
+		}
+		return out, nil
+	}
+	if l.Synced() {
+		t.Fatalf("Synced before any list")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	go func() { _ = l.Start(ctx) }()
+	for !l.Synced() {
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("not Synced 2 s after Start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !l.HasLease("alive") || !l.HasLease("gone") {
+		t.Fatalf("the first list did not record the Leases")
+	}
+	select {
+	case e := <-l.Changes:
+		if e.Object.GetName() != "p" {
+			t.Errorf("woke %s, want p", e.Object.GetName())
+		}
+		took := time.Since(start)
+		// silent was first seen at the first list: due 1.5 s later (plus
+		// the timer's second), not before.
+		if took < 1500*time.Millisecond || took > 4*time.Second {
+			t.Errorf("silent's profile woken %s after the first list, want 1.5 s to 4 s", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a Lease whose version stood still did not wake its profile")
+	}
+	now := time.Now()
+	if seen := l.LastSeen("alive", time.Time{}); now.Sub(seen) > time.Second {
+		t.Errorf("alive, renewed at every list, last seen %s ago (lists every 500ms)", now.Sub(seen))
+	}
+	mu.Lock()
+	listedB = false
+	n := lists
+	mu.Unlock()
+	time.Sleep(1200 * time.Millisecond)
+	if l.HasLease("gone") {
+		t.Errorf("a Lease no longer listed still counts for its node")
+	}
+	mu.Lock()
+	n = lists - n
+	mu.Unlock()
+	// Every 500 ms, and at most once more at a deadline the view could
+	// not judge.
+	if n < 1 || n > 4 {
+		t.Errorf("%d lists in 1.2 s, want about 2 (every 500ms)", n)
 	}
 }

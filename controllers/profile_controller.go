@@ -30,7 +30,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -153,8 +155,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if r.Liveness.List == nil && r.APIReader != nil {
 			r.Liveness.List = r.listLeases
 		}
-		b = b.Watches(&coordinationv1.Lease{}, r.leaseHandler(r.Liveness)).
-			WatchesRawSource(source.Channel(r.Liveness.Changes, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.Liveness.Changes, &handler.EnqueueRequestForObject{}))
 		if err := mgr.Add(r.Liveness); err != nil {
 			return err
 		}
@@ -162,10 +163,10 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// listLeases lists the agents' Leases from the API server, not the cache
-// (Liveness.List: read before a silence the cache's view is too old to
-// judge): their metadata only, in pages of leaseListPage, so that a fleet of
-// 30,000 nodes is not decoded whole at once.
+// listLeases lists the agents' Leases from the API server (Liveness.List,
+// every pollEvery; there is no Lease informer): their metadata only, in
+// pages of leaseListPage, so that a fleet of 30,000 nodes is not decoded
+// whole at once, keeping of each only what the timer reads.
 func (r *ProfileReconciler) listLeases(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
 	var out []metav1.PartialObjectMetadata
 	list := &metav1.PartialObjectMetadataList{}
@@ -179,17 +180,25 @@ func (r *ProfileReconciler) listLeases(ctx context.Context) ([]metav1.PartialObj
 			return nil, err
 		}
 		for i := range list.Items {
-			// Only what leaseNode and the timer read, labels as the cache
-			// keeps them.
 			m := &list.Items[i].ObjectMeta
 			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-				Name: m.Name, ResourceVersion: m.ResourceVersion, Labels: agentLeaseLabels(m.Name, m.Labels)}})
+				Name: m.Name, ResourceVersion: m.ResourceVersion,
+				Labels: map[string]string{v1alpha1.AgentLeaseLabel: m.Labels[v1alpha1.AgentLeaseLabel]}}})
 		}
 		if list.Continue == "" {
 			return out, nil
 		}
 	}
 }
+
+// agentLeases selects the Leases the agents renew.
+var agentLeases = func() labels.Selector {
+	req, err := labels.NewRequirement(v1alpha1.AgentLeaseLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
+	return labels.NewSelector().Add(*req)
+}()
 
 // leaseListPage is the page size of listLeases (a variable for a test).
 var leaseListPage int64 = 2000
@@ -222,6 +231,12 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
+	if r.Liveness != nil && !r.Liveness.Synced() {
+		// The agents' Leases are not listed yet (the controller just
+		// started): every vehicle would be judged by its status heartbeat,
+		// which an agent with a Lease refreshes only every 5 minutes.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	base := p.DeepCopy()
 	started := r.Now()
 	out, emit, err := r.plan(ctx, p)
