@@ -79,7 +79,7 @@ func flagsOf(c config) []string {
 	return []string{"-sizes " + strings.Join(sizes, ","), "-lease-renew " + strings.Join(renews, ","), fmt.Sprintf("-status-max %d", c.statusMax),
 		fmt.Sprintf("-hosts %d", c.hosts), "-liveness " + strings.Join(c.modes, ","),
 		"-idle " + c.idle.String(), "-settle " + c.settle.String(), "-max-wait " + c.maxWait.String(),
-		"-agent-delay " + c.agentDelay.String(), fmt.Sprintf("-agent-workers %d", c.workers)}
+		"-agent-delay " + c.agentDelay.String(), fmt.Sprintf("-agent-workers %d", c.workers), fmt.Sprintf("-floor=%t", c.floor)}
 }
 
 // anyFailed says whether a run stopped early.
@@ -106,6 +106,9 @@ func writeMethod(b *strings.Builder, c config) {
 	b.WriteString("  2. **staged**: cwnd 31 with a rollout: canary `count: 2`, `maxUnavailable: 100%`, steps setVehicles 10 %, 50 %, 100 % (no analysis, no pause): first canary vehicle verified, every node verified.\n")
 	fmt.Fprintf(b, "  3. **rollback**: cwnd 32 with a rollout: canary `count: 2`, `maxUnavailable: 100%%`, steps setVehicles 50 %%, then `pause: {}`; once at least half the nodes verified it, the profile is annotated `%s: <revision>`: time until every node is verified on the stable revision (the staged one) again and the profile is RolledBack.\n", v1alpha1.AbortAnnotation)
 	fmt.Fprintf(b, "  4. **idle**: %s after a %s settle, nothing changing.\n", c.idle, c.settle)
+	if c.floor {
+		fmt.Fprintf(b, "  5. **floor, no controller**: the controller is stopped, and the benchmark writes what it would: one merge patch of every NodeNetTuning's spec (the spec it rendered, with cwnd 33 and a new revision), %d in flight; the simulated agents report as before. From the first patch: every spec written, every node verified. Two writes per node and nothing else, on the same machine, agents and API server: no controller can move the fleet faster, so it is the floor under the scenarios' \"every node verified\" (the controller's row in this phase is its usage before it stopped).\n", floorWorkers)
+	}
 	fmt.Fprintf(b, "  A scenario that does not reach its end state within %s is reported as timed out and the later ones are not run.\n", c.maxWait)
 	b.WriteString("- **Measurements**: the controller's CPU time (utime + stime, /proc/<pid>/stat) and peak RSS (VmHWM, /proc/<pid>/status) per phase; kube-apiserver's and etcd's CPU time the same way; API requests per phase from the kube-apiserver's own `apiserver_request_total` (every client: the controller, the simulated agents, this program and the kube-apiserver itself, e.g. its identity Lease renewed every 10 s; by verb, resource and code, 409 Conflict apart); reconciles from the controller's `controller_runtime_reconcile_total`. The simulator, the control plane and the controller share the machine's CPUs, so times include waiting for a CPU: the load average is given per run.\n\n")
 }
@@ -113,12 +116,12 @@ func writeMethod(b *strings.Builder, c config) {
 // writeResults is the summary table.
 func writeResults(b *strings.Builder, results []*result) {
 	b.WriteString("## Results\n\n")
-	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle | floor, no controller: every spec written / every node verified |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.nodes, r.vehicles, modeCell(r), pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback),
-			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r))
+			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.floor))
 	}
 	b.WriteString("\n")
 }
@@ -306,34 +309,36 @@ type goal struct {
 	// eval returns the measured value and whether it meets the goal; ok is
 	// false when the run did not measure it.
 	eval func(r *result) (measured string, pass, ok bool)
+	// timed: a time for nodes to move, which the floor bounds from below.
+	timed bool
 }
 
 // goals are the scale targets.
 var goals = []goal{
-	{"staged rollout of 5,000 nodes: every node verified in < 20 s", 5000, scenarioUnder(func(r *result) scenario { return r.staged }, 20*time.Second)},
-	{"staged rollout of 30,000 nodes: every node verified in < 90 s", 30000, scenarioUnder(func(r *result) scenario { return r.staged }, 90*time.Second)},
-	{"rollback of 5,000 nodes: every node back on stable in < 10 s", 5000, scenarioUnder(func(r *result) scenario { return r.rollback }, 10*time.Second)},
+	{"staged rollout of 5,000 nodes: every node verified in < 20 s", 5000, scenarioUnder(func(r *result) scenario { return r.staged }, 20*time.Second), true},
+	{"staged rollout of 30,000 nodes: every node verified in < 90 s", 30000, scenarioUnder(func(r *result) scenario { return r.staged }, 90*time.Second), true},
+	{"rollback of 5,000 nodes: every node back on stable in < 10 s", 5000, scenarioUnder(func(r *result) scenario { return r.rollback }, 10*time.Second), true},
 	{"idle controller at 5,000 nodes: < 2 % of a core", 5000, func(r *result) (string, bool, bool) {
 		if r.idle == nil {
 			return "", false, false
 		}
 		c := idleCPU(r.idle)
 		return fmt.Sprintf("%.2f %%", c), c < 2, true
-	}},
+	}, false},
 	{"controller RSS at 30,000 nodes: < 300 MiB", 30000, func(r *result) (string, bool, bool) {
 		m := peakRSS(r)
 		if m == 0 {
 			return "", false, false
 		}
 		return fmt.Sprintf("%.0f MiB", float64(m)/mib), m < 300*mib, true
-	}},
+	}, false},
 	{"steady state (idle): zero 409 Conflicts", 0, func(r *result) (string, bool, bool) {
 		if r.idle == nil || r.idle.requests == nil {
 			return "", false, false
 		}
 		c := conflicts(r.idle)
 		return fmt.Sprint(c), c == 0, true
-	}},
+	}, false},
 }
 
 // scenarioUnder is a goal on a scenario's "every node" time.
@@ -353,7 +358,7 @@ func scenarioUnder(pick func(*result) scenario, limit time.Duration) func(*resul
 // writeGoals evaluates every goal on every run of its size.
 func writeGoals(b *strings.Builder, c config, results []*result) {
 	b.WriteString("## Goals\n\nEvaluated from the figures above; a goal whose size was not run is listed as not measured.\n\n")
-	b.WriteString("| goal | run | measured | verdict |\n|---|---|---|---|\n")
+	b.WriteString("| goal | run | measured | verdict | floor of the same run (no controller, every node) |\n|---|---|---|---|---|\n")
 	for _, g := range goals {
 		n := 0
 		for _, r := range results {
@@ -369,14 +374,18 @@ func writeGoals(b *strings.Builder, c config, results []*result) {
 			case ok:
 				verdict = "**FAIL**"
 			}
-			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict)
+			floor := "-"
+			if g.timed && r.floor.ran {
+				floor = pairCell(r.floor)
+			}
+			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, floor)
 		}
 		if n == 0 {
 			why := "not measured: no run of that size"
 			if g.nodes != 0 && !containsSize(c.sizes, g.nodes, c.hosts) {
 				why = "not measured: size not in -sizes"
 			}
-			fmt.Fprintf(b, "| %s | - | - | %s |\n", g.text, why)
+			fmt.Fprintf(b, "| %s | - | - | %s | - |\n", g.text, why)
 		}
 	}
 	b.WriteString("\n")
@@ -435,6 +444,15 @@ func writeScenarioTimes(b *strings.Builder, r *result) {
 	line("all at once", r.allAtOnce, "first node verified after", "every node after", "the profile Healthy after")
 	line("staged", r.staged, "first canary vehicle verified after", "every node after", "the profile Healthy after")
 	line("rollback", r.rollback, "half the nodes verified after", "from the abort: every node back on stable after", "the profile RolledBack after")
+	if r.floor.ran {
+		fmt.Fprintf(b, "- floor, no controller (revision `%s`): every spec written after %s, every node verified after %s", r.floor.revision, fmtDur(r.floor.first), fmtDur(r.floor.all))
+		if !r.floor.done {
+			fmt.Fprintf(b, "; **%s**", r.floor.note)
+		}
+		b.WriteString(".\n")
+	} else {
+		b.WriteString("- floor, no controller: not run.\n")
+	}
 	b.WriteString("\n")
 }
 
@@ -523,9 +541,9 @@ func writeLogSummary(b *strings.Builder, r *result) {
 
 // printSummary prints a run's summary row and errors.
 func printSummary(w io.Writer, r *result) {
-	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s\n",
+	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s | floor %s\n",
 		r.nodes, r.mode, pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback), cpuCell(r), rssCell(r),
-		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r))
+		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.floor))
 	fmt.Fprintf(w, "   controller log %s: %d lines, %d error lines\n", r.logPath, r.log.lines, errorLines(r.log))
 	for i, e := range r.log.errors {
 		if i == 5 {

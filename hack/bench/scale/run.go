@@ -31,6 +31,9 @@ type result struct {
 	created                time.Duration // creating the Nodes
 	allAtOnce, staged      scenario
 	rollback               scenario
+	// floor: every node moved by the benchmark's own spec patches, the
+	// controller stopped (after idle; -floor).
+	floor scenario
 	// phases in order: setup (controller start, agents start), then one
 	// per scenario that ran, then idle.
 	phases     []phase
@@ -205,7 +208,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	r.phases = append(r.phases, m.phase("setup", start, m.read(ctx)))
 	say("%d simulated agents (%s protocol) running", r.nodes, r.mode)
 
-	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
+	b := &bench{c: c, cl: cl, cache: ag.cache, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
 	var prof *profiler
 	if c.profile > 0 || c.heap {
 		prof = &profiler{dir: dir, length: c.profile, heap: c.heap, pid: ctrl.pid, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
@@ -291,6 +294,15 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profile
 	}
 	r.phases = append(r.phases, idle)
 	r.idle = &idle
+	if !b.c.floor {
+		return nil
+	}
+	floor, fp, err := b.floor(ctx, m)
+	r.floor = floor
+	if err != nil {
+		return err
+	}
+	r.phases = append(r.phases, fp)
 	return nil
 }
 

@@ -49,6 +49,10 @@ type bench struct {
 	cl    client.Client
 	tr    *tracker
 	ctrl  *controllerProc
+	// ctrlStopped: the floor stopped the controller on purpose.
+	ctrlStopped bool
+	// cache is the benchmark's informer cache (NodeNetTunings).
+	cache client.Reader
 	total int
 	label string // e.g. "5000 nodes lease"
 	// unreachableAfter is the rollouts' spec.rollout.unreachableAfter.
@@ -99,7 +103,7 @@ func (b *bench) wait(ctx context.Context, what string, t0 time.Time, check func(
 		if done {
 			return false, nil
 		}
-		if err := b.ctrl.alive(); err != nil {
+		if err := b.ctrl.alive(); err != nil && !b.ctrlStopped {
 			return false, err
 		}
 		now := time.Now()
@@ -359,4 +363,79 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// floorWorkers is how many spec patches the floor keeps in flight.
+const floorWorkers = 64
+
+// floor stops the controller and then does its writes itself, as cheaply as
+// they can be done: one merge patch of every NodeNetTuning's spec (the spec
+// the controller rendered, with cwnd 33 and the revision floorRevision),
+// floorWorkers in flight, and the simulated agents report on each as they
+// do on the controller's writes. The time from the first patch to every
+// node verified is the floor of "every node verified" on this machine with
+// these agents: two writes per node and nothing else, which no controller
+// can beat. It runs last (after idle): the fleet is not the controller's
+// any more afterwards.
+func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
+	s := scenario{ran: true, revision: profileName + "-floor"}
+	last := m.read(ctx)
+	b.ctrl.stop()
+	b.ctrlStopped = true
+	a := m.read(ctx)
+	a.ctrl = last.ctrl // the controller is gone: it used nothing in this phase
+	nnts := &v1alpha1.NodeNetTuningList{}
+	if err := b.cache.List(ctx, nnts); err != nil {
+		return s, phase{}, fmt.Errorf("floor: listing the NodeNetTunings: %w", err)
+	}
+	patches := make([][]byte, len(nnts.Items))
+	for i := range nnts.Items {
+		spec := nnts.Items[i].Spec.DeepCopy()
+		spec.Revision = s.revision
+		for j := range spec.Profiles {
+			if spec.Profiles[j].Name == profileName {
+				spec.Profiles[j].Revision = s.revision
+			}
+		}
+		for j := range spec.Routes {
+			if c := spec.Routes[j].Parameters.Cwnd; c != nil {
+				c.Value = 33
+			}
+		}
+		raw, err := json.Marshal(map[string]any{"spec": spec})
+		if err != nil {
+			return s, phase{}, fmt.Errorf("floor: encoding the spec of %s: %w", nnts.Items[i].Name, err)
+		}
+		patches[i] = raw
+	}
+	t0 := time.Now()
+	err := parallel(ctx, len(patches), floorWorkers, func(i int) error {
+		nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: nnts.Items[i].Name}}
+		if err := b.cl.Patch(ctx, nnt, client.RawPatch(types.MergePatchType, patches[i])); err != nil {
+			return fmt.Errorf("floor: patching the spec of %s: %w", nnt.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return s, phase{}, err
+	}
+	s.first = time.Since(t0) // every spec written
+	timedOut, err := b.wait(ctx, "floor (no controller)", t0, func() (bool, int, string) {
+		n := b.tr.count(s.revision)
+		s.verified = n
+		return n == b.total, n, ""
+	})
+	if err != nil {
+		return s, phase{}, err
+	}
+	z := m.read(ctx)
+	z.ctrl = last.ctrl
+	s.all = since(t0, b.tr.marksOf(s.revision).full)
+	if timedOut {
+		b.timedOut(&s, s.verified)
+	} else {
+		s.done = true
+		b.say(t0, "floor (no controller): every spec written after %s, every node verified after %s", round(s.first), round(s.all))
+	}
+	return s, m.phase("floor (no controller)", a, z), nil
 }
