@@ -45,10 +45,10 @@ type scenario struct {
 
 // bench runs the scenarios of one size under one liveness protocol.
 type bench struct {
-	c     config
-	cl    client.Client
-	tr    *tracker
-	ctrl  *controllerProc
+	c    config
+	cl   client.Client
+	tr   *tracker
+	ctrl *controllerProc
 	// ctrlStopped: the floor stopped the controller on purpose.
 	ctrlStopped bool
 	// cache is the benchmark's informer cache (NodeNetTunings).
