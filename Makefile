@@ -124,8 +124,11 @@ bench-experiment: tools build ## NetTuningExperiments on the simulated fleet (cw
 
 # The 30,000-node fleet renews its Leases every 4 min (125 writes a second, as
 # 5,000 nodes at the default 40 s): 750 a second is more than this 2-core
-# machine's API server takes. About 1.5 hours.
-BENCH_SCALE_ARGS ?= -sizes 1000,5000,30000 -lease-renew 40s,40s,4m -max-wait 20m
+# machine's API server takes. The previous protocol (status heartbeats) runs
+# beside the Lease protocol at 1,000 nodes: at 5,000 its 167 heartbeats a
+# second saturate the API server (31 minutes for that run alone on
+# 2026-11-23, docs/bench-scale-notes.md). About an hour.
+BENCH_SCALE_ARGS ?= -sizes 1000,5000,30000 -lease-renew 40s,40s,4m -status-max 1000 -idle 3m -max-wait 20m
 .PHONY: bench-scale
 bench-scale: tools build ## Fleet scale: the real controller against simulated agents at 1,000, 5,000 and 30,000 nodes, into docs/bench-scale.md.
 	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)

@@ -66,6 +66,9 @@ type agents struct {
 	lastWrite map[string]time.Time // node -> last status write
 	keepers   map[string]*agent.LeaseKeeper
 
+	// paused: the agents report nothing (the floor writes the reports).
+	paused atomic.Bool
+
 	writes, conflicts, failures atomic.Int64
 	errMu                       sync.Mutex
 	errs                        map[string]int // failures by blurred error text
@@ -166,7 +169,7 @@ func (a *agents) reschedule(t task, period time.Duration) {
 // has not reported on yet, after the simulated apply time.
 func (a *agents) onNodeNetTuning(obj any) {
 	nnt, ok := obj.(*v1alpha1.NodeNetTuning)
-	if !ok || !needsReport(nnt) {
+	if !ok || !needsReport(nnt) || a.paused.Load() {
 		return
 	}
 	a.reports.AddAfter(task{taskReport, nnt.Name}, a.delay)

@@ -208,7 +208,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	r.phases = append(r.phases, m.phase("setup", start, m.read(ctx)))
 	say("%d simulated agents (%s protocol) running", r.nodes, r.mode)
 
-	b := &bench{c: c, cl: cl, cache: ag.cache, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
+	b := &bench{c: c, cl: cl, ag: ag, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
 	var prof *profiler
 	if c.profile > 0 || c.heap {
 		prof = &profiler{dir: dir, length: c.profile, heap: c.heap, pid: ctrl.pid, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
@@ -259,10 +259,27 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 	return tr, ag, nil
 }
 
-// scenarios runs the timed scenarios then the idle measurement, each a
-// phase; a scenario that does not reach its end state stops the ones after
-// it (they would start from a fleet still moving).
+// scenarios runs the timed scenarios and the idle measurement, then the
+// floor (-floor), each a phase. The floor runs also when a scenario stopped
+// the others: it stops the controller first, so the fleet it moves is
+// still.
 func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
+	if err := timedScenarios(ctx, b, m, r, prof); err != nil || !b.c.floor {
+		return err
+	}
+	floor, fp, err := b.floor(ctx, m)
+	r.floor = floor
+	if err != nil {
+		return err
+	}
+	r.phases = append(r.phases, fp)
+	return nil
+}
+
+// timedScenarios runs the timed scenarios then the idle measurement, each
+// a phase; a scenario that does not reach its end state stops the ones
+// after it (they would start from a fleet still moving).
+func timedScenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
 	steps := []struct {
 		name string
 		run  func(context.Context) (scenario, error)
@@ -294,15 +311,6 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profile
 	}
 	r.phases = append(r.phases, idle)
 	r.idle = &idle
-	if !b.c.floor {
-		return nil
-	}
-	floor, fp, err := b.floor(ctx, m)
-	r.floor = floor
-	if err != nil {
-		return err
-	}
-	r.phases = append(r.phases, fp)
 	return nil
 }
 

@@ -51,8 +51,9 @@ type bench struct {
 	ctrl *controllerProc
 	// ctrlStopped: the floor stopped the controller on purpose.
 	ctrlStopped bool
-	// cache is the benchmark's informer cache (NodeNetTunings).
-	cache client.Reader
+	// ag are the simulated agents (the floor pauses their reports and
+	// reads their informer cache).
+	ag    *agents
 	total int
 	label string // e.g. "5000 nodes lease"
 	// unreachableAfter is the rollouts' spec.rollout.unreachableAfter.
@@ -365,27 +366,27 @@ func round(d time.Duration) time.Duration {
 	return d.Round(100 * time.Millisecond)
 }
 
-// floorWorkers is how many spec patches the floor keeps in flight.
-const floorWorkers = 64
-
-// floor stops the controller and then does its writes itself, as cheaply as
-// they can be done: one merge patch of every NodeNetTuning's spec (the spec
-// the controller rendered, with cwnd 33 and the revision floorRevision),
-// floorWorkers in flight, and the simulated agents report on each as they
-// do on the controller's writes. The time from the first patch to every
-// node verified is the floor of "every node verified" on this machine with
-// these agents: two writes per node and nothing else, which no controller
-// can beat. It runs last (after idle): the fleet is not the controller's
-// any more afterwards.
+// floor stops the controller and the simulated agents' reports, then moves
+// every node itself with the two writes a move needs and nothing else: the
+// NodeNetTuning's spec (the spec the controller rendered, with cwnd 33 and
+// a new revision) and right after it the verified report of that
+// generation, as the agent writes it, -agent-workers nodes at a time, with
+// no apply delay; the Lease renewals go on as in every rollout. The time
+// from the first write to every node verified is the floor of "every node
+// verified" for this fleet on this machine: no controller can move the
+// fleet with fewer writes, and none waits less between them. It runs last:
+// the fleet is not the controller's any more afterwards.
 func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 	s := scenario{ran: true, revision: profileName + "-floor"}
 	last := m.read(ctx)
 	b.ctrl.stop()
 	b.ctrlStopped = true
+	b.ag.paused.Store(true)
+	defer b.ag.paused.Store(false)
 	a := m.read(ctx)
 	a.ctrl = last.ctrl // the controller is gone: it used nothing in this phase
 	nnts := &v1alpha1.NodeNetTuningList{}
-	if err := b.cache.List(ctx, nnts); err != nil {
+	if err := b.ag.cache.List(ctx, nnts); err != nil {
 		return s, phase{}, fmt.Errorf("floor: listing the NodeNetTunings: %w", err)
 	}
 	patches := make([][]byte, len(nnts.Items))
@@ -409,17 +410,18 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 		patches[i] = raw
 	}
 	t0 := time.Now()
-	err := parallel(ctx, len(patches), floorWorkers, func(i int) error {
+	err := parallel(ctx, len(patches), b.c.workers, func(i int) error {
 		nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: nnts.Items[i].Name}}
+		// The patch answers with the object as stored: the new generation.
 		if err := b.cl.Patch(ctx, nnt, client.RawPatch(types.MergePatchType, patches[i])); err != nil {
 			return fmt.Errorf("floor: patching the spec of %s: %w", nnt.Name, err)
 		}
-		return nil
+		return b.ag.patchStatus(ctx, nnt.Name, map[string]any{"status": verifiedStatus(nnt, metav1.Now())})
 	})
 	if err != nil {
 		return s, phase{}, err
 	}
-	s.first = time.Since(t0) // every spec written
+	s.first = time.Since(t0) // every node's two writes answered
 	timedOut, err := b.wait(ctx, "floor (no controller)", t0, func() (bool, int, string) {
 		n := b.tr.count(s.revision)
 		s.verified = n
@@ -435,7 +437,7 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 		b.timedOut(&s, s.verified)
 	} else {
 		s.done = true
-		b.say(t0, "floor (no controller): every spec written after %s, every node verified after %s", round(s.first), round(s.all))
+		b.say(t0, "floor (no controller): every node's two writes answered after %s, every node seen verified after %s", round(s.first), round(s.all))
 	}
 	return s, m.phase("floor (no controller)", a, z), nil
 }
