@@ -66,7 +66,7 @@ type agents struct {
 	lastWrite map[string]time.Time // node -> last status write
 	keepers   map[string]*agent.LeaseKeeper
 
-	// paused: the agents report nothing (the floor writes the reports).
+	// paused: the agents report nothing (the writes-alone scenario writes the reports).
 	paused atomic.Bool
 
 	writes, conflicts, failures atomic.Int64

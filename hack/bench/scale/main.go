@@ -63,7 +63,7 @@ type config struct {
 	profile    time.Duration // CPU profiles of the controller and kube-apiserver per scenario (0 = none)
 	heap       bool          // heap profiles of the controller at its RSS peak and at the end of each scenario
 	last       string        // the last scenario to run (the later ones are not run)
-	floor      bool          // the floor scenario after idle
+	alone      bool          // the writes-alone scenario, last
 	controller string        // the controller binary ("" = bin/nettune-controller)
 	ctrlEnv    []string      // extra environment of the controller (KEY=VALUE)
 	command    string        // the command line as run, for the report
@@ -102,7 +102,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
 	fs.DurationVar(&c.profile, "profile", 0, "take CPU profiles this long of the controller and kube-apiserver at the start of each scenario, into the state directory (0 = none)")
 	fs.BoolVar(&c.heap, "heap", false, "take heap profiles of the controller (/debug/pprof/heap) into the state directory: per scenario one at the highest RSS seen (sampled every second) and one at its end")
-	fs.BoolVar(&c.floor, "floor", true, "last (also after a scenario that timed out), stop the controller and move every node with the benchmark's own spec patches: the floor of \"every node verified\" on this machine")
+	fs.BoolVar(&c.alone, "writes-alone", true, "last (also after a scenario that timed out), stop the controller and move every node with the benchmark's own two writes per node: what the writes alone take on this machine, beside the scenarios' \"every node verified\"")
 	fs.StringVar(&c.last, "last", "idle", "the last scenario to run: all-at-once, staged, rollback or idle (the later ones are reported as not run)")
 	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
 	ctrlEnv := fs.String("controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOGC=50)")

@@ -80,7 +80,7 @@ func flagsOf(c config) []string {
 	return []string{"-sizes " + strings.Join(sizes, ","), "-lease-renew " + strings.Join(renews, ","), fmt.Sprintf("-status-max %d", c.statusMax),
 		fmt.Sprintf("-hosts %d", c.hosts), "-liveness " + strings.Join(c.modes, ","),
 		"-idle " + c.idle.String(), "-settle " + c.settle.String(), "-max-wait " + c.maxWait.String(),
-		"-agent-delay " + c.agentDelay.String(), fmt.Sprintf("-agent-workers %d", c.workers), fmt.Sprintf("-floor=%t", c.floor)}
+		"-agent-delay " + c.agentDelay.String(), fmt.Sprintf("-agent-workers %d", c.workers), fmt.Sprintf("-writes-alone=%t", c.alone)}
 }
 
 // anyFailed says whether a run stopped early.
@@ -107,8 +107,8 @@ func writeMethod(b *strings.Builder, c config) {
 	b.WriteString("  2. **staged**: cwnd 31 with a rollout: canary `count: 2`, `maxUnavailable: 100%`, steps setVehicles 10 %, 50 %, 100 % (no analysis, no pause): first canary vehicle verified, every node verified.\n")
 	fmt.Fprintf(b, "  3. **rollback**: cwnd 32 with a rollout: canary `count: 2`, `maxUnavailable: 100%%`, steps setVehicles 50 %%, then `pause: {}`; once at least half the nodes verified it, the profile is annotated `%s: <revision>`: time until every node is verified on the stable revision (the staged one) again and the profile is RolledBack.\n", v1alpha1.AbortAnnotation)
 	fmt.Fprintf(b, "  4. **idle**: %s after a %s settle, nothing changing.\n", c.idle, c.settle)
-	if c.floor {
-		fmt.Fprintf(b, "  5. **floor, no controller** (last, also after a scenario that timed out): the controller and the simulated agents' reports are stopped, and the benchmark moves every node itself with the two writes a move needs and nothing else: a merge patch of its NodeNetTuning's spec (the spec the controller rendered, with cwnd 33 and a new revision), then right after it the verified report of that generation, %d nodes at a time, no apply delay; the Lease renewals go on. From the first write: every node's two writes answered, every node seen verified. No controller can move the fleet with fewer writes or less waiting between them, so it is the floor under the scenarios' \"every node verified\" on this machine (the controller's columns in this phase are its usage before it stopped).\n", c.workers)
+	if c.alone {
+		fmt.Fprintf(b, "  5. **writes alone, no controller** (last, also after a scenario that timed out): the controller and the simulated agents' reports are stopped, and the benchmark moves every node itself with the two writes a move needs and nothing else: a merge patch of its NodeNetTuning's spec as the controller's field manager (the spec the controller rendered, with cwnd 33 and a new revision), then right after it the verified report of that generation, %d nodes at a time, no apply delay; the Lease renewals go on. From the first write: every node's two writes answered, every node seen verified. What the API server takes for the writes of a rollout with no controller deciding, rendering or pacing them, beside the scenarios' \"every node verified\" (the controller's columns in this phase are its usage before it stopped).\n", c.workers)
 	}
 	fmt.Fprintf(b, "  A scenario that does not reach its end state within %s is reported as timed out and the later ones are not run.\n", c.maxWait)
 	b.WriteString("- **Measurements**: the controller's CPU time (utime + stime, /proc/<pid>/stat) and peak RSS (VmHWM, /proc/<pid>/status) per phase; kube-apiserver's and etcd's CPU time the same way; API requests per phase from the kube-apiserver's own `apiserver_request_total` (every client: the controller, the simulated agents, this program and the kube-apiserver itself, e.g. its identity Lease renewed every 10 s; by verb, resource and code, 409 Conflict apart); reconciles from the controller's `controller_runtime_reconcile_total`. The simulator, the control plane and the controller share the machine's CPUs, so times include waiting for a CPU: the load average is given per run.\n\n")
@@ -117,12 +117,12 @@ func writeMethod(b *strings.Builder, c config) {
 // writeResults is the summary table.
 func writeResults(b *strings.Builder, results []*result) {
 	b.WriteString("## Results\n\n")
-	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle | floor, no controller: every node's two writes answered / every node verified |\n")
+	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle | writes alone, no controller: every node's two writes answered / every node verified |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.nodes, r.vehicles, modeCell(r), pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback),
-			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.floor))
+			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone))
 	}
 	b.WriteString("\n")
 }
@@ -310,7 +310,7 @@ type goal struct {
 	// eval returns the measured value and whether it meets the goal; ok is
 	// false when the run did not measure it.
 	eval func(r *result) (measured string, pass, ok bool)
-	// timed: a time for nodes to move, which the floor bounds from below.
+	// timed: a time for nodes to move, shown beside the writes alone.
 	timed bool
 }
 
@@ -359,7 +359,7 @@ func scenarioUnder(pick func(*result) scenario, limit time.Duration) func(*resul
 // writeGoals evaluates every goal on every run of its size.
 func writeGoals(b *strings.Builder, c config, results []*result) {
 	b.WriteString("## Goals\n\nEvaluated from the figures above; a goal whose size was not run is listed as not measured.\n\n")
-	b.WriteString("| goal | run | measured | verdict | floor of the same run (no controller, every node) |\n|---|---|---|---|---|\n")
+	b.WriteString("| goal | run | measured | verdict | the same run's writes alone (no controller, every node) |\n|---|---|---|---|---|\n")
 	for _, g := range goals {
 		n := 0
 		for _, r := range results {
@@ -375,11 +375,11 @@ func writeGoals(b *strings.Builder, c config, results []*result) {
 			case ok:
 				verdict = "**FAIL**"
 			}
-			floor := "-"
-			if g.timed && r.floor.ran {
-				floor = pairCell(r.floor)
+			alone := "-"
+			if g.timed && r.alone.ran {
+				alone = pairCell(r.alone)
 			}
-			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, floor)
+			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, alone)
 		}
 		if n == 0 {
 			why := "not measured: no run of that size"
@@ -445,14 +445,14 @@ func writeScenarioTimes(b *strings.Builder, r *result) {
 	line("all at once", r.allAtOnce, "first node verified after", "every node after", "the profile Healthy after")
 	line("staged", r.staged, "first canary vehicle verified after", "every node after", "the profile Healthy after")
 	line("rollback", r.rollback, "half the nodes verified after", "from the abort: every node back on stable after", "the profile RolledBack after")
-	if r.floor.ran {
-		fmt.Fprintf(b, "- floor, no controller (revision `%s`): every node's two writes answered after %s, every node seen verified after %s", r.floor.revision, fmtDur(r.floor.first), fmtDur(r.floor.all))
-		if !r.floor.done {
-			fmt.Fprintf(b, "; **%s**", r.floor.note)
+	if r.alone.ran {
+		fmt.Fprintf(b, "- writes alone, no controller (revision `%s`): every node's two writes answered after %s, every node seen verified after %s", r.alone.revision, fmtDur(r.alone.first), fmtDur(r.alone.all))
+		if !r.alone.done {
+			fmt.Fprintf(b, "; **%s**", r.alone.note)
 		}
 		b.WriteString(".\n")
 	} else {
-		b.WriteString("- floor, no controller: not run.\n")
+		b.WriteString("- writes alone, no controller: not run.\n")
 	}
 	b.WriteString("\n")
 }
@@ -542,9 +542,9 @@ func writeLogSummary(b *strings.Builder, r *result) {
 
 // printSummary prints a run's summary row and errors.
 func printSummary(w io.Writer, r *result) {
-	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s | floor %s\n",
+	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s | writes alone %s\n",
 		r.nodes, r.mode, pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback), cpuCell(r), rssCell(r),
-		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.floor))
+		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone))
 	fmt.Fprintf(w, "   controller log %s: %d lines, %d error lines\n", r.logPath, r.log.lines, errorLines(r.log))
 	for i, e := range r.log.errors {
 		if i == 5 {

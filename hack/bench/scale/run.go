@@ -31,9 +31,9 @@ type result struct {
 	created                time.Duration // creating the Nodes
 	allAtOnce, staged      scenario
 	rollback               scenario
-	// floor: every node moved by the benchmark's own spec patches, the
-	// controller stopped (after idle; -floor).
-	floor scenario
+	// alone: every node moved by the benchmark's own two writes, the
+	// controller stopped (last; -writes-alone).
+	alone scenario
 	// phases in order: setup (controller start, agents start), then one
 	// per scenario that ran, then idle.
 	phases     []phase
@@ -260,19 +260,19 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 }
 
 // scenarios runs the timed scenarios and the idle measurement, then the
-// floor (-floor), each a phase. The floor runs also when a scenario stopped
+// writes alone (-writes-alone), each a phase. The writes alone run also when a scenario stopped
 // the others: it stops the controller first, so the fleet it moves is
 // still.
 func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
-	if err := timedScenarios(ctx, b, m, r, prof); err != nil || !b.c.floor {
+	if err := timedScenarios(ctx, b, m, r, prof); err != nil || !b.c.alone {
 		return err
 	}
-	floor, fp, err := b.floor(ctx, m)
-	r.floor = floor
+	alone, ap, err := b.writesAlone(ctx, m)
+	r.alone = alone
 	if err != nil {
 		return err
 	}
-	r.phases = append(r.phases, fp)
+	r.phases = append(r.phases, ap)
 	return nil
 }
 

@@ -79,11 +79,11 @@ func checkResult(t *testing.T, r *result, report string) {
 			t.Errorf("%s: %s: %d/%d nodes verified, first %s, all %s, settled %s", r.mode, name, s.verified, r.nodes, s.first, s.all, s.settled)
 		}
 	}
-	// The floor moved every node itself, the controller and the agents'
+	// The writes alone moved every node, the controller and the agents'
 	// reports stopped.
-	if !r.floor.done || r.floor.verified != r.nodes || r.floor.first <= 0 || r.floor.all <= 0 {
-		t.Errorf("%s: floor: done %t, %d/%d nodes verified, two writes each answered after %s, every node seen verified after %s (%s)",
-			r.mode, r.floor.done, r.floor.verified, r.nodes, r.floor.first, r.floor.all, r.floor.note)
+	if !r.alone.done || r.alone.verified != r.nodes || r.alone.first <= 0 || r.alone.all <= 0 {
+		t.Errorf("%s: writes alone: done %t, %d/%d nodes verified, two writes each answered after %s, every node seen verified after %s (%s)",
+			r.mode, r.alone.done, r.alone.verified, r.nodes, r.alone.first, r.alone.all, r.alone.note)
 	}
 	// The rollback aborts with at least half the fleet on the new revision.
 	if r.rollback.moved < (r.nodes+1)/2 {

@@ -49,9 +49,9 @@ type bench struct {
 	cl   client.Client
 	tr   *tracker
 	ctrl *controllerProc
-	// ctrlStopped: the floor stopped the controller on purpose.
+	// ctrlStopped: the writes-alone scenario stopped the controller.
 	ctrlStopped bool
-	// ag are the simulated agents (the floor pauses their reports and
+	// ag are the simulated agents (the writes alone pause their reports and
 	// reads their informer cache).
 	ag    *agents
 	total int
@@ -366,18 +366,22 @@ func round(d time.Duration) time.Duration {
 	return d.Round(100 * time.Millisecond)
 }
 
-// floor stops the controller and the simulated agents' reports, then moves
-// every node itself with the two writes a move needs and nothing else: the
-// NodeNetTuning's spec (the spec the controller rendered, with cwnd 33 and
-// a new revision) and right after it the verified report of that
-// generation, as the agent writes it, -agent-workers nodes at a time, with
-// no apply delay; the Lease renewals go on as in every rollout. The time
-// from the first write to every node verified is the floor of "every node
-// verified" for this fleet on this machine: no controller can move the
-// fleet with fewer writes, and none waits less between them. It runs last:
-// the fleet is not the controller's any more afterwards.
-func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
-	s := scenario{ran: true, revision: profileName + "-floor"}
+// controllerFieldManager is the field manager of the controller's writes
+// (the API server takes it from the binary's user agent).
+const controllerFieldManager = "nettune-controller"
+
+// writesAlone stops the controller and the simulated agents' reports, then
+// moves every node itself with the two writes a move needs and nothing
+// else: the NodeNetTuning's spec (the spec the controller rendered, with
+// cwnd 33 and a new revision), written as the controller's field manager,
+// and right after it the verified report of that generation, as the agent
+// writes it, -agent-workers nodes at a time, with no apply delay; the Lease
+// renewals go on as in every rollout. The time from the first write to
+// every node verified is what the API server takes for a rollout's writes
+// on this machine with no controller deciding, rendering or pacing them. It
+// runs last: the fleet is not the controller's any more afterwards.
+func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, error) {
+	s := scenario{ran: true, revision: profileName + "-alone"}
 	last := m.read(ctx)
 	b.ctrl.stop()
 	b.ctrlStopped = true
@@ -387,7 +391,7 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 	a.ctrl = last.ctrl // the controller is gone: it used nothing in this phase
 	nnts := &v1alpha1.NodeNetTuningList{}
 	if err := b.ag.cache.List(ctx, nnts); err != nil {
-		return s, phase{}, fmt.Errorf("floor: listing the NodeNetTunings: %w", err)
+		return s, phase{}, fmt.Errorf("writes alone: listing the NodeNetTunings: %w", err)
 	}
 	patches := make([][]byte, len(nnts.Items))
 	for i := range nnts.Items {
@@ -405,7 +409,7 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 		}
 		raw, err := json.Marshal(map[string]any{"spec": spec})
 		if err != nil {
-			return s, phase{}, fmt.Errorf("floor: encoding the spec of %s: %w", nnts.Items[i].Name, err)
+			return s, phase{}, fmt.Errorf("writes alone: encoding the spec of %s: %w", nnts.Items[i].Name, err)
 		}
 		patches[i] = raw
 	}
@@ -413,8 +417,8 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 	err := parallel(ctx, len(patches), b.c.workers, func(i int) error {
 		nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: nnts.Items[i].Name}}
 		// The patch answers with the object as stored: the new generation.
-		if err := b.cl.Patch(ctx, nnt, client.RawPatch(types.MergePatchType, patches[i])); err != nil {
-			return fmt.Errorf("floor: patching the spec of %s: %w", nnt.Name, err)
+		if err := b.cl.Patch(ctx, nnt, client.RawPatch(types.MergePatchType, patches[i]), client.FieldOwner(controllerFieldManager)); err != nil {
+			return fmt.Errorf("writes alone: patching the spec of %s: %w", nnt.Name, err)
 		}
 		return b.ag.patchStatus(ctx, nnt.Name, map[string]any{"status": verifiedStatus(nnt, metav1.Now())})
 	})
@@ -422,7 +426,7 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 		return s, phase{}, err
 	}
 	s.first = time.Since(t0) // every node's two writes answered
-	timedOut, err := b.wait(ctx, "floor (no controller)", t0, func() (bool, int, string) {
+	timedOut, err := b.wait(ctx, "writes alone (no controller)", t0, func() (bool, int, string) {
 		n := b.tr.count(s.revision)
 		s.verified = n
 		return n == b.total, n, ""
@@ -437,7 +441,7 @@ func (b *bench) floor(ctx context.Context, m *meter) (scenario, phase, error) {
 		b.timedOut(&s, s.verified)
 	} else {
 		s.done = true
-		b.say(t0, "floor (no controller): every node's two writes answered after %s, every node seen verified after %s", round(s.first), round(s.all))
+		b.say(t0, "writes alone (no controller): every node's two writes answered after %s, every node seen verified after %s", round(s.first), round(s.all))
 	}
-	return s, m.phase("floor (no controller)", a, z), nil
+	return s, m.phase("writes alone (no controller)", a, z), nil
 }
