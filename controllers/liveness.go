@@ -146,7 +146,8 @@ func (l *Liveness) now() time.Time {
 }
 
 // viewLocked is the moment up to which silence is counted: now when there
-// is no List (the informer is taken as current), else the view.
+// is no List (unit tests, which call Observed: every observation is current),
+// else the view.
 func (l *Liveness) viewLocked(now time.Time) time.Time {
 	if l.List == nil || l.view.IsZero() || l.view.After(now) {
 		return now
