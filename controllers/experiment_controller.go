@@ -141,7 +141,15 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	r.setConditions(exp, stepErr)
 	exp.Status.ObservedGeneration = exp.Generation
 	if !apiequality.Semantic.DeepEqual(orig.Status, exp.Status) {
-		if err := r.Status().Patch(ctx, exp, client.MergeFrom(orig)); err != nil {
+		// With the resourceVersion read: a reconcile that read the
+		// experiment from a cache not yet holding this controller's last
+		// status write must not write over it (its arms are one list, which
+		// a merge patch replaces whole). Seen: an arm stopped at
+		// applyTimeout, its profile deleted, and the reconcile woken by the
+		// deletion, still seeing the arm Applying, rewrote its stop reason
+		// to "its profile was deleted". It gets a 409 and runs again.
+		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		if err := r.Status().Patch(ctx, exp, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("patching experiment status: %w", err)
 		}
 	}
