@@ -250,24 +250,22 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 	l.view = now
 	l.synced = true
 	l.endSpellLocked(now)
-	listed := make(map[string]bool, len(leases))
+	listed := make(map[string]string, len(leases)) // node -> resourceVersion
 	for i := range leases {
 		if node := leaseNode(&leases[i]); node != "" {
-			listed[node] = true
+			listed[node] = leases[i].ResourceVersion
 		}
 	}
 	for node := range l.versions {
-		if !listed[node] {
+		if _, ok := listed[node]; !ok {
 			delete(l.seen, node)
 			delete(l.versions, node)
 		}
 	}
 	l.mu.Unlock()
-	for i := range leases {
-		if node := leaseNode(&leases[i]); node != "" {
-			if l.Observed(node, leases[i].ResourceVersion) {
-				cameBack = true
-			}
+	for node, version := range listed {
+		if l.Observed(node, version) {
+			cameBack = true
 		}
 	}
 	return true, cameBack

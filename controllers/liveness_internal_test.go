@@ -95,7 +95,7 @@ func TestLivenessScan(t *testing.T) {
 	}
 	l.Untrack("short")
 	if _, next := l.scan(now); next.IsZero() || next.Before(now) {
-		t.Errorf("after Untrack and Forget: next %s", next)
+		t.Errorf("after Untrack: next %s", next)
 	}
 }
 

@@ -260,9 +260,9 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 }
 
 // scenarios runs the timed scenarios and the idle measurement, then the
-// writes alone (-writes-alone), each a phase. The writes alone run also when a scenario stopped
-// the others: it stops the controller first, so the fleet it moves is
-// still.
+// writes alone (-writes-alone), each a phase. The writes alone run also
+// when a scenario stopped the others: they stop the controller first, so
+// the fleet they move is still.
 func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
 	if err := timedScenarios(ctx, b, m, r, prof); err != nil || !b.c.alone {
 		return err
