@@ -17,6 +17,9 @@ limitations under the License.
 package controllers
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -29,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/render"
 )
 
 // CacheOptions is the controller's informer cache: only its own revisions
@@ -54,18 +58,21 @@ func CacheOptions(namespace string) cache.Options {
 // repeat across the fleet (label keys and common values, condition types
 // and reasons, profile and revision names) are interned: 30,000 objects
 // share one copy.
-//   - Node: labels (interned); of the annotations only the nettune.io/ ones;
+//   - Node: labels (interned); of the annotations only the nettune.io/ ones
+//     (one map shared by the nodes that have the same ones);
 //     of spec and status only the InternalIP addresses
 //     (render.NodeFromCore reads labels, the LAN annotations and the first
 //     InternalIP; the owner reference of a NodeNetTuning needs the name and
 //     uid). A kubelet's Node carries its images, capacity and conditions,
 //     several kilobytes each.
-//   - NodeNetTuning: the spec whole (the renderer compares it with what it
-//     renders; the planner and finalizer read spec.profiles); of the status
+//   - NodeNetTuning: spec.revision and spec.profiles (the planner and
+//     finalizer read the profiles); the rest of the spec only when
+//     spec.revision is not the hash of the spec (trimSpecBody: the renderer
+//     compares revisions, or whole specs when the body is kept); of the status
 //     observedGeneration, appliedRevision, lastHeartbeatTime and only the
 //     conditions fleetmodel.NodeReport reads (Verified, RolledBack,
 //     Degraded) with only their type, status, observedGeneration and
-//     reason. Gone: status.items and the condition messages (read by people
+//     reason (one slice shared by the nodes that report the same). Gone: status.items and the condition messages (read by people
 //     and the kubectl plugin, from the API server), the other conditions,
 //     driftRepairs, metadata.ownerReferences (the garbage collector's).
 //
@@ -87,7 +94,7 @@ func TrimForCache(obj any) (any, error) {
 
 func trimNode(o *corev1.Node) {
 	o.Labels = internLabels(o.Labels, o.Name, nil)
-	o.Annotations = internLabels(o.Annotations, o.Name, func(k string) bool { return strings.HasPrefix(k, "nettune.io/") })
+	o.Annotations = sharedMap(internLabels(o.Annotations, o.Name, func(k string) bool { return strings.HasPrefix(k, "nettune.io/") }))
 	o.OwnerReferences = nil
 	var addrs []corev1.NodeAddress
 	n := 0
@@ -137,6 +144,8 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 		spec.Interfaces[i].Name = intern(spec.Interfaces[i].Name)
 	}
 
+	trimSpecBody(o)
+
 	st := &o.Status
 	st.Items = nil
 	st.DriftRepairs = 0
@@ -159,7 +168,42 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 			}
 		}
 	}
-	st.Conditions = conds
+	st.Conditions = sharedConditions(conds)
+}
+
+// specBodyTrimmedAnnotation marks, in the cache only, a NodeNetTuning whose
+// spec body (routes, sysctls, interfaces, peers) was dropped because its
+// spec.revision is the content hash of its spec (render.ContentHash, the
+// renderer's own): that revision then stands for the body, and comparing
+// revisions is comparing bodies. It is never written: the renderer replaces
+// a spec whole (specReplace), it does not patch the cached object's
+// metadata.
+const specBodyTrimmedAnnotation = "nettune.io/cached-spec-body-trimmed"
+
+// trimmedAnnotations is the one annotation map every trimmed NodeNetTuning
+// in the cache shares (cached objects are read only).
+var trimmedAnnotations = map[string]string{specBodyTrimmedAnnotation: "true"}
+
+// trimSpecBody drops o's spec body when its revision is the hash of its
+// spec, as every spec the renderer wrote is: at 30,000 nodes the bodies were
+// about a third of the cache. A spec edited by hand (its revision no longer
+// its hash) is kept whole, so the renderer's comparison sees the edit and
+// writes the spec back.
+func trimSpecBody(o *v1alpha1.NodeNetTuning) {
+	spec := o.Spec
+	want := spec.Revision
+	spec.Revision = ""
+	if want == "" || render.ContentHash(spec) != want {
+		return
+	}
+	o.Spec.Routes, o.Spec.Sysctls, o.Spec.Interfaces, o.Spec.Peers = nil, nil, nil, nil
+	o.Annotations = trimmedAnnotations
+}
+
+// specBodyTrimmed reports whether the cache dropped nnt's spec body
+// (trimSpecBody): its spec.revision then stands for the body.
+func specBodyTrimmed(nnt *v1alpha1.NodeNetTuning) bool {
+	return nnt.Annotations[specBodyTrimmedAnnotation] == "true"
 }
 
 // conditionType is t as the constant of a condition NodeReport reads ("":
@@ -242,6 +286,71 @@ func (t *internTable) get(s string) string {
 	t.m[s] = s
 	return s
 }
+
+// shareTable holds one value per key, up to max of them (past max, values
+// are kept as they come). The cache uses it for small maps and slices that
+// repeat across the fleet: the values it returns are shared, read only as
+// every cached object is.
+type shareTable[V any] struct {
+	mu  sync.Mutex
+	m   map[string]V
+	max int
+}
+
+// get returns the table's value for key, v when key is new.
+func (t *shareTable[V]) get(key string, v V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.m[key]; ok {
+		return c
+	}
+	if len(t.m) >= t.max {
+		return v
+	}
+	if t.m == nil {
+		t.m = map[string]V{}
+	}
+	t.m[key] = v
+	return v
+}
+
+// sharedMap is the cache's copy of m, a Node's nettune.io/ annotations: a
+// one-entry map takes about 300 bytes, and nettune.io/lan-device is the same
+// on most of a fleet's nodes (m itself when empty or over 4 entries).
+func sharedMap(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > 4 {
+		return m
+	}
+	var key strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key.WriteString(k)
+		key.WriteByte(0)
+		key.WriteString(m[k])
+		key.WriteByte(0)
+	}
+	return sharedMaps.get(key.String(), m)
+}
+
+// sharedConditions is the cache's copy of conds, a NodeNetTuning's trimmed
+// conditions (type, status, observedGeneration, reason): most of a fleet's
+// nodes report the same ones, about 400 bytes each.
+func sharedConditions(conds []metav1.Condition) []metav1.Condition {
+	if len(conds) == 0 {
+		return conds
+	}
+	var key strings.Builder
+	for _, c := range conds {
+		fmt.Fprintf(&key, "%s\x00%s\x00%d\x00%s\x00", c.Type, c.Status, c.ObservedGeneration, c.Reason)
+	}
+	return sharedConds.get(key.String(), conds)
+}
+
+// sharedMaps and sharedConds are the cache's tables of Node annotation maps
+// and NodeNetTuning conditions.
+var (
+	sharedMaps  = &shareTable[map[string]string]{max: 1 << 10}
+	sharedConds = &shareTable[[]metav1.Condition]{max: 1 << 12}
+)
 
 // interned is the cache's table: the vocabulary of a fleet (label keys,
 // vehicle and host names, hardware, profile and revision names, condition

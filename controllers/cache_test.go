@@ -22,6 +22,7 @@ import (
 	"math/rand"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -99,6 +100,25 @@ func TestTrimForCache(t *testing.T) {
 	if !reflect.DeepEqual(tn.Spec, nnt.Spec) || tn.Status.Items != nil || tn.ManagedFields != nil || tn.OwnerReferences != nil {
 		t.Fatalf("NodeNetTuning trimmed wrongly: %+v", tn)
 	}
+	// A spec as the renderer writes it loses its body in the cache; its
+	// revision stands for it.
+	rendered := benchNodeNetTuning(1, 0)
+	if len(rendered.Spec.Routes) == 0 || len(rendered.Spec.Peers) == 0 {
+		t.Fatalf("bench spec has no routes or peers: %+v", rendered.Spec)
+	}
+	got, err = TrimForCache(rendered.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got.(*v1alpha1.NodeNetTuning)
+	if !specBodyTrimmed(tr) || tr.Spec.Routes != nil || tr.Spec.Peers != nil || tr.Spec.Revision != rendered.Spec.Revision ||
+		!reflect.DeepEqual(tr.Spec.Profiles, rendered.Spec.Profiles) {
+		t.Fatalf("rendered spec not trimmed to its revision and profiles: %+v", tr.Spec)
+	}
+	if !sameSpec(tr, rendered.Spec) || sameSpec(tr, benchNodeNetTuning(1, 1).Spec) {
+		t.Fatalf("trimmed spec compares wrongly")
+	}
+
 	want := []metav1.Condition{{Type: v1alpha1.ConditionVerified, Status: metav1.ConditionTrue, ObservedGeneration: 3, Reason: "Verified"}}
 	if !reflect.DeepEqual(tn.Status.Conditions, want) || tn.Status.DriftRepairs != 0 {
 		t.Fatalf("conditions kept: %+v, want %+v", tn.Status, want)
@@ -113,15 +133,18 @@ type trimReader struct {
 	Verified, Failed bool
 	Seen             time.Time
 	Assigned         map[string]string
-	Spec             *v1alpha1.NodeNetTuningSpec
+	Revision         string
+	Profiles         []v1alpha1.SourceProfile
+	Same             []bool // sameSpec against each of specCandidates
 	Generation       int64
 	Rendered         *render.Node
 	Owner            string
 	ResourceVersion  string
 }
 
-// trimRead is what the controllers read from o.
-func trimRead(o any) trimReader {
+// trimRead is what the controllers read from o; cands are the specs the
+// renderer may compare a NodeNetTuning's with (specCandidates).
+func trimRead(o any, cands []v1alpha1.NodeNetTuningSpec) trimReader {
 	switch o := o.(type) {
 	case *v1alpha1.NodeNetTuning:
 		var r trimReader
@@ -130,13 +153,45 @@ func trimRead(o any) trimReader {
 		for _, p := range []string{"p", "q", "absent"} {
 			r.Assigned[p] = fleetmodel.AssignedRevision(o, p)
 		}
-		r.Spec, r.Generation, r.ResourceVersion = &o.Spec, o.Generation, o.ResourceVersion
+		for _, c := range cands {
+			r.Same = append(r.Same, sameSpec(o, c))
+		}
+		r.Revision, r.Profiles, r.Generation, r.ResourceVersion = o.Spec.Revision, o.Spec.Profiles, o.Generation, o.ResourceVersion
 		return r
 	case *corev1.Node:
 		n := render.NodeFromCore(o)
 		return trimReader{Rendered: &n, Owner: o.Name + "/" + string(o.UID), ResourceVersion: o.ResourceVersion}
 	}
 	panic(fmt.Sprintf("no reader of %T", o))
+}
+
+// handEdit is the sysctl trimCases adds to a rendered spec, keeping its
+// revision, to stand for a NodeNetTuning edited by hand.
+var handEdit = v1alpha1.Sysctl{Name: "net.core.edited_by_hand", Value: "1"}
+
+// rehash is spec with its revision set as the renderer sets it (the hash
+// of the rest).
+func rehash(spec v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
+	spec.Revision = ""
+	spec.Revision = render.ContentHash(spec)
+	return spec
+}
+
+// specCandidates are the specs the renderer may hold against o's, as the
+// API server sent it: o's spec itself; the spec the renderer wrote before a
+// hand edit (same revision, the edit undone), which for an unedited spec is
+// the same; and a different rendered spec.
+func specCandidates(o any) []v1alpha1.NodeNetTuningSpec {
+	nnt, ok := o.(*v1alpha1.NodeNetTuning)
+	if !ok {
+		return nil
+	}
+	asSent := *nnt.Spec.DeepCopy()
+	written := *nnt.Spec.DeepCopy()
+	written.Sysctls = slices.DeleteFunc(written.Sysctls, func(s v1alpha1.Sysctl) bool { return s == handEdit })
+	other := *nnt.Spec.DeepCopy()
+	other.Sysctls = append(other.Sysctls, v1alpha1.Sysctl{Name: "net.ipv4.tcp_slow_start_after_idle", Value: "0"})
+	return []v1alpha1.NodeNetTuningSpec{asSent, written, rehash(other)}
 }
 
 // trimCases are objects as the API server sends them, varied in everything
@@ -166,6 +221,21 @@ func trimCases(seed int64, n int) []any {
 			Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: gen - int64(rng.Intn(2)), AppliedRevision: pick("r1", "r2", ""),
 				DriftRepairs: int64(rng.Intn(3)),
 				Items:        []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},
+		}
+		// A third as the renderer writes them (the revision the hash of the
+		// spec; the cache drops the body), a third of those then edited by
+		// hand, the rest with revisions of another writer.
+		switch rng.Intn(3) {
+		case 0:
+			if rng.Intn(2) == 0 {
+				nnt.Spec.Routes[0].Parameters.Initcwnd = nil
+				nnt.Spec.Sysctls = nil
+			}
+			nnt.Spec = rehash(nnt.Spec)
+			nnt.Status.AppliedRevision = pick(nnt.Spec.Revision, "r1", "")
+		case 1:
+			nnt.Spec = rehash(nnt.Spec)
+			nnt.Spec.Sysctls = append(nnt.Spec.Sysctls, handEdit)
 		}
 		if rng.Intn(4) > 0 {
 			hb := metav1.NewTime(time.Unix(1_790_000_000+int64(rng.Intn(1000)), 0))
@@ -220,7 +290,8 @@ func trimLosses(t *testing.T, trim func(any) (any, error), objs []any) []string 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want, have := trimRead(o), trimRead(got); !reflect.DeepEqual(want, have) {
+		cands := specCandidates(o)
+		if want, have := trimRead(o, cands), trimRead(got, cands); !reflect.DeepEqual(want, have) {
 			lost = append(lost, fmt.Sprintf("%T %s: %+v -> %+v", o, string(b), want, have))
 		}
 	}
@@ -233,6 +304,16 @@ func trimLosses(t *testing.T, trim func(any) (any, error), objs []any) []string 
 // trim drops any one of them.
 func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 	objs := trimCases(1, 400)
+	bodies := map[bool]int{} // body dropped -> objects
+	for _, o := range objs {
+		if n, ok := o.(*v1alpha1.NodeNetTuning); ok {
+			got, _ := TrimForCache(n.DeepCopy())
+			bodies[specBodyTrimmed(got.(*v1alpha1.NodeNetTuning))]++
+		}
+	}
+	if bodies[true] < 50 || bodies[false] < 50 {
+		t.Fatalf("cases do not exercise both comparisons: %d spec bodies dropped, %d kept", bodies[true], bodies[false])
+	}
 	if lost := trimLosses(t, TrimForCache, objs); len(lost) > 0 {
 		t.Fatalf("%d object(s) read differently once trimmed, e.g. %s", len(lost), lost[0])
 	}
@@ -285,6 +366,11 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 		"spec.peers":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Peers = nil }),
 		"spec.sysctls":                 nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Sysctls = nil }),
 		"generation":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Generation = 0 }),
+		"spec.revision":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Revision = "" }),
+		"hand-edited spec body (trimmed as if rendered)": nntDrop(func(n *v1alpha1.NodeNetTuning) {
+			n.Spec.Routes, n.Spec.Sysctls, n.Spec.Peers = nil, nil, nil
+			n.Annotations = trimmedAnnotations
+		}),
 		"node annotations": more(func(o any) {
 			if n, ok := o.(*corev1.Node); ok {
 				n.Annotations = nil
@@ -324,7 +410,9 @@ func TestTrimForCacheShares(t *testing.T) {
 			n := &v1alpha1.NodeNetTuning{}
 			_ = json.Unmarshal(b, n)
 			_, _ = TrimForCache(n)
-			nnts = append(nnts, n)
+			if len(n.Spec.Routes) > 0 { // body kept (not rendered)
+				nnts = append(nnts, n)
+			}
 		}
 	}
 	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
@@ -344,6 +432,36 @@ func TestTrimForCacheShares(t *testing.T) {
 	}
 	if !same(revs[0].Namespace, revs[1].Namespace) {
 		t.Errorf("namespaces not shared")
+	}
+
+	// Nodes with equal nettune.io/ annotations share one map; other
+	// annotations do not split them; a different value gets its own map.
+	annotated := func(dev string) map[string]string {
+		n := benchNode(1, 0)
+		n.Annotations = map[string]string{v1alpha1.LANDeviceAnnotation: dev, "node.alpha.kubernetes.io/ttl": "0"}
+		b, _ := n.Marshal()
+		fresh := &corev1.Node{}
+		_ = fresh.Unmarshal(b)
+		_, _ = TrimForCache(fresh)
+		return fresh.Annotations
+	}
+	mapOf := func(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+	e0, e1, lan := annotated("eth0"), annotated("eth0"), annotated("lan1")
+	if mapOf(e0) != mapOf(e1) || mapOf(e0) == mapOf(lan) || len(e0) != 1 || lan[v1alpha1.LANDeviceAnnotation] != "lan1" {
+		t.Errorf("annotation maps: eth0 %v (%x, %x), lan1 %v (%x)", e0, mapOf(e0), mapOf(e1), lan, mapOf(lan))
+	}
+
+	// Nodes that report the same conditions share one slice.
+	reported := func(i int) []metav1.Condition {
+		b, _ := json.Marshal(benchNodeNetTuning(i, 0))
+		n := &v1alpha1.NodeNetTuning{}
+		_ = json.Unmarshal(b, n)
+		_, _ = TrimForCache(n)
+		return n.Status.Conditions
+	}
+	c0, c1 := reported(1), reported(2)
+	if len(c0) != 3 || unsafe.SliceData(c0) != unsafe.SliceData(c1) {
+		t.Errorf("equal conditions not shared: %+v, %+v", c0, c1)
 	}
 
 	table := &internTable{max: 3}
@@ -435,6 +553,7 @@ func benchNode(i, h int) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-h%d", v, h), UID: types2UID(i*10 + h), ResourceVersion: fmt.Sprint(100000 + i*10 + h),
 			CreationTimestamp: metav1.Now(),
 			Labels:            map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: fmt.Sprintf("h%d", h), v1alpha1.DefaultHardwareLabel: "orin"},
+			Annotations:       map[string]string{v1alpha1.LANDeviceAnnotation: "eth0"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scale", Operation: "Update", APIVersion: "v1", FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:nettune.io/hardware":{},"f:nettune.io/host":{},"f:nettune.io/vehicle":{}}}}`)}}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", (i/256)%256, i%256, h+1)}}},

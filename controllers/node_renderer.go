@@ -337,16 +337,42 @@ func (r *NodeRenderer) write(ctx context.Context, node *corev1.Node, nnt *v1alph
 		nodesRendered.Inc()
 		return nil
 	}
-	if apiequality.Semantic.DeepEqual(nnt.Spec, spec) {
+	if sameSpec(nnt, spec) {
 		return nil
 	}
-	patch := client.MergeFrom(nnt.DeepCopy())
-	nnt.Spec = spec
+	patch, err := specReplace(spec)
+	if err != nil {
+		return fmt.Errorf("nodenettuning %s: %w", node.Name, err)
+	}
 	if err := r.Patch(ctx, nnt, patch); err != nil {
 		return fmt.Errorf("update nodenettuning %s: %w", node.Name, err)
 	}
 	nodesRendered.Inc()
 	return nil
+}
+
+// sameSpec reports whether the cached nnt already holds spec, a rendered
+// spec (its revision the hash of its content). When the cache dropped the
+// body (specBodyTrimmed), the cached revision was the hash of the body
+// stored, so equal revisions are equal specs; otherwise the specs are
+// compared whole.
+func sameSpec(nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) bool {
+	if specBodyTrimmed(nnt) {
+		return nnt.Spec.Revision == spec.Revision
+	}
+	return apiequality.Semantic.DeepEqual(nnt.Spec, spec)
+}
+
+// specReplace is a JSON patch that replaces a NodeNetTuning's spec with
+// spec whole: a merge patch computed from the cached object would leave in
+// place a list the cache dropped (trimSpecBody) and the new spec no longer
+// has.
+func specReplace(spec v1alpha1.NodeNetTuningSpec) (client.Patch, error) {
+	b, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": spec}})
+	if err != nil {
+		return nil, err
+	}
+	return client.RawPatch(types.JSONPatchType, b), nil
 }
 
 // renderedNodePredicate passes the node changes rendering depends on: every

@@ -225,9 +225,9 @@ func (w *renderWorld) waitConverged(what string) {
 // TestIncrementalRenderMatchesFullRender: the NodeRenderer re-renders only
 // the nodes an event can change; after random fleets and random edits
 // (assignments moved, addresses and devices changed, hosts moved between
-// vehicles, profiles added and deleted, NodeNetTunings deleted, nodes
-// added), every NodeNetTuning equals what rendering every node from
-// scratch gives.
+// vehicles, profiles added and deleted, NodeNetTunings deleted or their
+// specs edited by hand, nodes added), every NodeNetTuning equals what
+// rendering every node from scratch gives.
 func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 	e := startCluster(t)
 	e.startRenderer()
@@ -282,13 +282,36 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// editByHand edits node's NodeNetTuning spec as a person might, its
+	// revision kept: a sysctl added (the renderer must take it out again)
+	// or the routes cleared (it must put them back). "": no NodeNetTuning.
+	editByHand := func(node string, clearRoutes bool) string {
+		nnt := &v1alpha1.NodeNetTuning{}
+		if err := e.c.Get(ctx, client.ObjectKey{Name: node}, nnt); err != nil {
+			if apierrors.IsNotFound(err) {
+				return ""
+			}
+			t.Fatal(err)
+		}
+		base := client.MergeFrom(nnt.DeepCopy())
+		edit := "sysctl added to"
+		if clearRoutes {
+			nnt.Spec.Routes, edit = nil, "routes cleared from"
+		} else {
+			nnt.Spec.Sysctls = append(nnt.Spec.Sysctls, v1alpha1.Sysctl{Name: "net.core.busy_poll", Value: "50"})
+		}
+		if err := e.c.Patch(ctx, nnt, base); err != nil {
+			t.Fatal(err)
+		}
+		return edit + " the NodeNetTuning of " + node + " by hand"
+	}
 	extra := 0
 	for round := 1; round <= 12; round++ {
 		var did []string
 		for range 1 + w.rnd.Intn(3) {
 			names := nodeNames()
 			node := names[w.rnd.Intn(len(names))]
-			switch k := w.rnd.Intn(8); k {
+			switch k := w.rnd.Intn(9); k {
 			case 0, 1:
 				if len(profiles) == 0 {
 					continue
@@ -343,9 +366,20 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 					t.Fatal(err)
 				}
 				did = append(did, "added node "+n.Name)
+			case 8:
+				if edit := editByHand(node, w.rnd.Intn(2) == 0); edit != "" {
+					did = append(did, edit)
+				}
 			}
 		}
 		w.waitConverged(fmt.Sprintf("round %d (%s)", round, strings.Join(did, "; ")))
+	}
+	// Both hand edits, whatever the rounds drew.
+	for _, clearRoutes := range []bool{false, true} {
+		names := nodeNames()
+		if edit := editByHand(names[0], clearRoutes); edit != "" {
+			w.waitConverged(edit)
+		}
 	}
 }
 

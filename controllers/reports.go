@@ -50,6 +50,9 @@ type nodeFindings struct {
 	profiles  []string            // the profiles rendered on the node (nil without warnings)
 }
 
+// empty reports whether f holds no finding.
+func (f *nodeFindings) empty() bool { return len(f.conflicts) == 0 && len(f.warnings) == 0 }
+
 // warningsFor are the node's warnings concerning profile.
 func (f nodeFindings) warningsFor(profile string) []string {
 	if len(f.warnings) == 0 || !slices.Contains(f.profiles, profile) {
@@ -91,8 +94,8 @@ func findingsOf(node string, profiles []string, res render.Result) nodeFindings 
 func (r *RenderReports) set(node string, f *nodeFindings) []string {
 	r.mu.Lock()
 	old, had := r.byNode[node]
-	if f == nil {
-		delete(r.byNode, node)
+	if f == nil || f.empty() {
+		delete(r.byNode, node) // a node with nothing to report takes no entry
 	} else {
 		r.byNode[node] = *f
 	}

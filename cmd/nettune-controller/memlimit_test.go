@@ -26,8 +26,8 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// TestSetMemoryLimit: 90 % of a cgroup v2 or v1 limit becomes the Go soft
-// limit; no limit ("max", v1's largest value, no file) and a GOMEMLIMIT of
+// TestSetMemoryLimit: a cgroup v2 or v1 limit less a tenth of it, at least
+// 48 MiB (never under half), becomes the Go soft limit; no limit ("max", v1's largest value, no file) and a GOMEMLIMIT of
 // the operator's own leave the runtime as it is.
 func TestSetMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
@@ -47,9 +47,11 @@ func TestSetMemoryLimit(t *testing.T) {
 		name, file, content string
 		want                int64
 	}{
-		{"v2", "memory.max", "536870912\n", 483183820},
+		{"v2", "memory.max", "536870912\n", 483183821},                    // 512 MiB less 51.2 MiB
+		{"v2, the chart's limit", "memory.max", "335544320\n", 272 << 20}, // 320 MiB less 48 MiB
+		{"v2, small", "memory.max", "67108864\n", 32 << 20},               // 64 MiB: half of it
 		{"v2 unlimited", "memory.max", "max\n", 0},
-		{"v1", "memory/memory.limit_in_bytes", "402653184\n", 362387865},
+		{"v1", "memory/memory.limit_in_bytes", "402653184\n", 336 << 20}, // 384 MiB less 48 MiB
 		{"v1 unlimited", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0},
 		{"garbage", "memory.max", "lots\n", 0},
 	} {

@@ -31,6 +31,10 @@ const namespace = "nettune-system"
 // hardware is every simulated node's hardware label: the profile selects it.
 const hardware = "orin"
 
+// lanDevice is every simulated Node's nettune.io/lan-device annotation (the
+// Ansible role's default).
+const lanDevice = "eth0"
+
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
 const clockTicks = 100
 
@@ -83,6 +87,9 @@ func nodeObject(i, h int) *unstructured.Unstructured {
 		v1alpha1.DefaultHostLabel:     fmt.Sprintf("h%d", h),
 		v1alpha1.DefaultHardwareLabel: hardware,
 	})
+	// As the Ansible role annotates every vehicle's Nodes (a Node without it
+	// renders with a warning: routes with no device).
+	n.SetAnnotations(map[string]string{v1alpha1.LANDeviceAnnotation: lanDevice})
 	n.Object["status"] = addressStatus(nodeAddress(i, h))
 	return n
 }
