@@ -68,12 +68,13 @@ func CacheOptions(namespace string) cache.Options {
 //   - NodeNetTuning: spec.revision and spec.profiles (the planner and
 //     finalizer read the profiles); the rest of the spec only when
 //     spec.revision is not the hash of the spec (trimSpecBody: the renderer
-//     compares revisions, or whole specs when the body is kept); of the status
-//     observedGeneration, appliedRevision, lastHeartbeatTime and only the
+//     compares revisions, or whole specs when the body is kept); of the
+//     status observedGeneration, appliedRevision, lastHeartbeatTime and only the
 //     conditions fleetmodel.NodeReport reads (Verified, RolledBack,
 //     Degraded) with only their type, status, observedGeneration and
-//     reason (one slice shared by the nodes that report the same). Gone: status.items and the condition messages (read by people
-//     and the kubectl plugin, from the API server), the other conditions,
+//     reason (one slice shared by the nodes that report the same). Gone:
+//     status.items and the condition messages (read by people and the
+//     kubectl plugin, from the API server), the other conditions,
 //     driftRepairs, metadata.ownerReferences (the garbage collector's).
 //
 // A controller that needs more of these objects must read it here first
@@ -123,6 +124,7 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 	o.OwnerReferences = nil
 	o.Labels = internLabels(o.Labels, o.Name, nil)
 	o.Annotations = nil
+	trimSpecBody(o) // first: a dropped body's strings need no interning
 
 	spec := &o.Spec
 	for i := range spec.Profiles {
@@ -143,8 +145,6 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 	for i := range spec.Interfaces {
 		spec.Interfaces[i].Name = intern(spec.Interfaces[i].Name)
 	}
-
-	trimSpecBody(o)
 
 	st := &o.Status
 	st.Items = nil

@@ -40,9 +40,9 @@ func memoryReserve(limit int64) int64 {
 const memoryReserveMin = 48 << 20
 
 // setMemoryLimit sets the Go runtime's soft memory limit to the container's
-// memory limit less memoryReserve (never under half the limit) (cgroup v2 memory.max,
-// else cgroup v1 memory.limit_in_bytes, under cgroupRoot), unless GOMEMLIMIT
-// is set or there is no limit. With the default GOGC=100 the heap grows to
+// memory limit (cgroup v2 memory.max, else cgroup v1
+// memory.limit_in_bytes, under cgroupRoot) less memoryReserve, never under
+// half the limit, unless GOMEMLIMIT is set or there is no limit. With the default GOGC=100 the heap grows to
 // twice what is live before a collection, so a controller whose live heap is
 // over half its limit is killed for memory it does not need; with the soft
 // limit the collector runs more often as the heap nears it instead. It

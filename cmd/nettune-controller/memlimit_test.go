@@ -27,8 +27,9 @@ import (
 )
 
 // TestSetMemoryLimit: a cgroup v2 or v1 limit less a tenth of it, at least
-// 48 MiB (never under half), becomes the Go soft limit; no limit ("max", v1's largest value, no file) and a GOMEMLIMIT of
-// the operator's own leave the runtime as it is.
+// 48 MiB (never under half), becomes the Go soft limit; no limit ("max",
+// v1's largest value, no file) and a GOMEMLIMIT of the operator's own leave
+// the runtime as it is.
 func TestSetMemoryLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	defer debug.SetMemoryLimit(math.MaxInt64)
