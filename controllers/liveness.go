@@ -18,8 +18,10 @@ package controllers
 
 import (
 	"context"
+	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -90,15 +92,41 @@ type Liveness struct {
 	ProbeEvery time.Duration
 
 	mu       sync.Mutex
-	seen     map[string]time.Time     // node -> when a renewal was observed
-	versions map[string]string        // node -> its Lease's resourceVersion when last observed
-	beats    map[string]time.Time     // node without a Lease -> its last status heartbeat read
+	nodes    map[string]sighting      // node -> when it was last seen
 	after    map[string]time.Duration // profile -> its unreachableAfter
 	view     time.Time                // when the Leases were last known as they are
 	lastScan time.Time                // the view at the previous scan
 	blind    time.Time                // the view when List began to fail: the blind spell's start (zero: none)
 	synced   bool                     // a list succeeded
+	lists    uint32                   // lists that succeeded (sighting.list)
 	wake     chan struct{}
+}
+
+// sighting is what Liveness keeps of one node: one map entry per node, 56
+// bytes with its key, since at 30,000 nodes every byte here is 30 KB.
+type sighting struct {
+	// at is when a renewal of its Lease was observed, or, for a node whose
+	// agent keeps no Lease (lease false), its last status heartbeat read.
+	at time.Time
+	// version identifies the Lease's resourceVersion when last observed
+	// (versionKey); only compared for equality.
+	version uint64
+	// list is the list that last showed the Lease (Liveness.lists).
+	list  uint32
+	lease bool
+}
+
+// versionKey is a resourceVersion as a sighting keeps it: the number it
+// is (the API server's are decimal), or its FNV-64a hash when it is not a
+// number. Only equality is read: a hash collision would count one renewal
+// as none, and the next renewal moves it again.
+func versionKey(v string) uint64 {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return n
+	}
+	h := fnv.New64a()
+	h.Write([]byte(v))
+	return h.Sum64()
 }
 
 // MinPoll is the shortest period between two lists of the Leases.
@@ -129,12 +157,10 @@ func (l *Liveness) pollEvery() time.Duration {
 // NewLiveness returns an empty Liveness.
 func NewLiveness() *Liveness {
 	return &Liveness{
-		Changes:  make(chan event.GenericEvent, 64),
-		seen:     map[string]time.Time{},
-		versions: map[string]string{},
-		beats:    map[string]time.Time{},
-		after:    map[string]time.Duration{},
-		wake:     make(chan struct{}, 1),
+		Changes: make(chan event.GenericEvent, 64),
+		nodes:   map[string]sighting{},
+		after:   map[string]time.Duration{},
+		wake:    make(chan struct{}, 1),
 	}
 }
 
@@ -162,16 +188,16 @@ func (l *Liveness) viewLocked(now time.Time) time.Time {
 // it, so the timer may wake a profile early, never late.
 func (l *Liveness) LastSeen(node string, heartbeat time.Time) time.Time {
 	l.mu.Lock()
-	if t, ok := l.seen[node]; ok {
+	s, known := l.nodes[node]
+	if known && s.lease {
 		now := l.now()
-		t = t.Add(now.Sub(l.viewLocked(now)))
+		t := s.at.Add(now.Sub(l.viewLocked(now)))
 		l.mu.Unlock()
 		return t
 	}
-	prev, known := l.beats[node]
-	moved := !heartbeat.IsZero() && (!known || heartbeat.After(prev))
+	moved := !heartbeat.IsZero() && (!known || heartbeat.After(s.at))
 	if moved {
-		l.beats[node] = heartbeat
+		l.nodes[node] = sighting{at: heartbeat}
 	}
 	l.mu.Unlock()
 	if moved {
@@ -187,8 +213,7 @@ func (l *Liveness) LastSeen(node string, heartbeat time.Time) time.Time {
 func (l *Liveness) HasLease(node string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.seen[node]
-	return ok
+	return l.nodes[node].lease
 }
 
 // Track records a profile's unreachableAfter (on every reconcile of it).
@@ -214,15 +239,41 @@ func (l *Liveness) Untrack(profile string) {
 // (renewed). It reports what renewed reports.
 func (l *Liveness) Observed(node, version string) (cameBack bool) {
 	l.mu.Lock()
-	l.view = l.now()
-	l.endSpellLocked(l.view)
-	known := version != "" && l.versions[node] == version
-	l.versions[node] = version
+	now := l.now()
+	l.view = now
+	l.endSpellLocked(now)
+	cameBack, nudge := l.observedLocked(node, version, now, 0)
 	l.mu.Unlock()
-	if known {
-		return false
+	if nudge {
+		l.nudge()
 	}
-	return l.renewed(node)
+	return cameBack
+}
+
+// observedLocked records node's Lease at version as seen by list number
+// list (0 outside a list): a version not observed before is a renewal at
+// now. It reports whether the node came back after a silence of at least
+// the shortest tracked unreachableAfter (it was Unreachable for some
+// profile), and whether the timer has a deadline to look at again.
+func (l *Liveness) observedLocked(node, version string, now time.Time, list uint32) (cameBack, nudge bool) {
+	s, known := l.nodes[node]
+	key := versionKey(version)
+	s.list = list
+	if version != "" && known && s.lease && s.version == key {
+		l.nodes[node] = s
+		return false, false
+	}
+	if known && s.lease {
+		// The silence up to the view, as LastSeen counts it.
+		prev := s.at.Add(now.Sub(l.viewLocked(now)))
+		shortest := l.shortestLocked()
+		cameBack = shortest > 0 && now.Sub(prev) >= shortest
+	}
+	wasLease := known && s.lease
+	s.at, s.version, s.lease = now, key, true
+	l.nodes[node] = s
+	// A deadline the timer has not seen, or one it passed already.
+	return cameBack, !wasLease || cameBack
 }
 
 // probe lists the Leases from the API server: on success the view is
@@ -250,23 +301,32 @@ func (l *Liveness) probe(ctx context.Context) (ok, cameBack bool) {
 	l.view = now
 	l.synced = true
 	l.endSpellLocked(now)
-	listed := make(map[string]string, len(leases)) // node -> resourceVersion
-	for i := range leases {
-		if node := leaseNode(&leases[i]); node != "" {
-			listed[node] = leases[i].ResourceVersion
-		}
+	l.lists++
+	if l.lists == 0 {
+		l.lists = 1 // 0 is "outside a list"
 	}
-	for node := range l.versions {
-		if _, ok := listed[node]; !ok {
-			delete(l.seen, node)
-			delete(l.versions, node)
+	list := l.lists
+	nudge := false
+	for i := range leases {
+		node := leaseNode(&leases[i])
+		if node == "" {
+			continue
+		}
+		if s, ok := l.nodes[node]; ok && s.lease && s.list == list {
+			continue // a second Lease for the node: the first one listed speaks for it
+		}
+		back, n := l.observedLocked(node, leases[i].ResourceVersion, now, list)
+		cameBack, nudge = cameBack || back, nudge || n
+	}
+	for node, s := range l.nodes {
+		if s.lease && s.list != list {
+			// Its Lease is gone: judged by its status heartbeat again.
+			delete(l.nodes, node)
 		}
 	}
 	l.mu.Unlock()
-	for node, version := range listed {
-		if l.Observed(node, version) {
-			cameBack = true
-		}
+	if nudge {
+		l.nudge()
 	}
 	return true, cameBack
 }
@@ -283,40 +343,19 @@ func (l *Liveness) endSpellLocked(now time.Time) {
 	}
 	spell := now.Sub(l.blind)
 	livenessLog.Info("the agents' Leases are read again: the time they could not be read counts for no vehicle", "blindFor", spell.Round(time.Millisecond).String())
-	for node, t := range l.seen {
-		if t = t.Add(spell); t.After(now) {
-			t = now
+	for node, s := range l.nodes {
+		if !s.lease {
+			continue
 		}
-		l.seen[node] = t
+		if s.at = s.at.Add(spell); s.at.After(now) {
+			s.at = now
+		}
+		l.nodes[node] = s
 	}
 	l.blind = time.Time{}
 	if l.lastScan.Before(now) {
 		l.lastScan = now
 	}
-}
-
-// renewed records that node's Lease was observed renewed now (Observed
-// made the view current). It reports whether the node had been silent for
-// at least the shortest tracked unreachableAfter (it was Unreachable for
-// some profile and came back).
-func (l *Liveness) renewed(node string) (cameBack bool) {
-	now := l.now()
-	l.mu.Lock()
-	prev, known := l.seen[node]
-	if known {
-		// The silence up to the view, as LastSeen counts it.
-		prev = prev.Add(now.Sub(l.viewLocked(now)))
-	}
-	l.seen[node] = now
-	delete(l.beats, node)
-	shortest := l.shortestLocked()
-	l.mu.Unlock()
-	cameBack = known && shortest > 0 && now.Sub(prev) >= shortest
-	if !known || cameBack {
-		// A deadline the timer has not seen, or one it passed already.
-		l.nudge()
-	}
-	return cameBack
 }
 
 func (l *Liveness) shortestLocked() time.Duration {
@@ -361,13 +400,14 @@ func (l *Liveness) scan(now time.Time) (profiles []string, next time.Time) {
 				crossed = true
 			}
 		}
-		for _, seen := range l.seen {
-			check(seen.Add(after), view)
-		}
-		for _, beat := range l.beats {
-			// A status heartbeat is the vehicle's own time, read from the
-			// cache: judged on the controller's clock as before.
-			check(beat.Add(after), now)
+		for _, s := range l.nodes {
+			if s.lease {
+				check(s.at.Add(after), view)
+			} else {
+				// A status heartbeat is the vehicle's own time, read from
+				// the cache: judged on the controller's clock as before.
+				check(s.at.Add(after), now)
+			}
 		}
 		if crossed {
 			profiles = append(profiles, profile)
