@@ -24,6 +24,7 @@ package fleetmodel
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,8 +143,12 @@ func SelectNodes(p *v1alpha1.NetTuningProfile, nodes []*corev1.Node) (*Fleet, er
 	f := &Fleet{
 		VehicleLabel:  vehicleLabel,
 		HardwareLabel: p.Spec.GetHardwareLabel(),
-		Vehicles:      map[string][]*corev1.Node{},
 	}
+	// Two passes: the selected nodes and how many each vehicle has, then
+	// one array cut into the vehicles' slices (a slice per vehicle grown by
+	// append, on every reconcile, was most of what a plan allocated).
+	picked := make([]*corev1.Node, 0, len(nodes))
+	count := map[string]int{}
 	for _, n := range nodes {
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
@@ -153,10 +158,23 @@ func SelectNodes(p *v1alpha1.NetTuningProfile, nodes []*corev1.Node) (*Fleet, er
 			f.Unlabelled = append(f.Unlabelled, n.Name)
 			continue
 		}
-		f.Vehicles[v] = append(f.Vehicles[v], n)
+		picked = append(picked, n)
+		count[v]++
+	}
+	f.Vehicles = make(map[string][]*corev1.Node, len(count))
+	all := make([]*corev1.Node, len(picked))
+	next := 0
+	for _, n := range picked {
+		v := n.Labels[f.VehicleLabel]
+		ns, ok := f.Vehicles[v]
+		if !ok {
+			c := count[v]
+			ns, next = all[next:next:next+c], next+c
+		}
+		f.Vehicles[v] = append(ns, n)
 	}
 	for _, ns := range f.Vehicles {
-		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
+		slices.SortFunc(ns, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	sort.Strings(f.Unlabelled)
 	return f, nil
@@ -196,24 +214,10 @@ func (f *Fleet) Observe(profile string, nnts map[string]*v1alpha1.NodeNetTuning,
 func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.NodeNetTuning, live Liveness) []planner.Vehicle {
 	out := make([]planner.Vehicle, 0, len(f.Vehicles))
 	for name, nodes := range f.Vehicles {
-		v := planner.Vehicle{Name: name, Verified: true, Nodes: len(nodes)}
-		hw := map[string]bool{}
-		var common map[string]string
+		v := planner.Vehicle{Name: name, Verified: true, Nodes: len(nodes), Labels: commonLabels(nodes)}
 		for i, n := range nodes {
-			if h := n.Labels[f.HardwareLabel]; h != "" {
-				hw[h] = true
-			}
-			if common == nil {
-				common = map[string]string{}
-				for k, val := range n.Labels {
-					common[k] = val
-				}
-			} else {
-				for k, val := range common {
-					if n.Labels[k] != val {
-						delete(common, k)
-					}
-				}
+			if h := n.Labels[f.HardwareLabel]; h != "" && !slices.Contains(v.Hardware, h) {
+				v.Hardware = append(v.Hardware, h)
 			}
 			nt := nnt(n.Name)
 			assigned := ""
@@ -245,15 +249,47 @@ func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.Node
 				v.LastSeen = seen
 			}
 		}
-		for h := range hw {
-			v.Hardware = append(v.Hardware, h)
-		}
 		sort.Strings(v.Hardware)
-		v.Labels = common
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// commonLabels are the labels a vehicle's nodes have in common, with the
+// same value on every node: a view of the nodes (the cache's own, read
+// only), computed when a label is asked for. A map of them per vehicle on
+// every reconcile was 1.6 GB of the allocations of one 30,000-node rollout,
+// for the canary selector, which only a rollout's start reads.
+type commonLabels []*corev1.Node
+
+// Lookup returns the label's value when every node has it with that value.
+func (c commonLabels) Lookup(label string) (string, bool) {
+	if len(c) == 0 {
+		return "", false
+	}
+	val, ok := c[0].Labels[label]
+	if !ok {
+		return "", false
+	}
+	for _, n := range c[1:] {
+		if w, ok := n.Labels[label]; !ok || w != val {
+			return "", false
+		}
+	}
+	return val, true
+}
+
+// Has reports whether every node has the label, with one value.
+func (c commonLabels) Has(label string) bool {
+	_, ok := c.Lookup(label)
+	return ok
+}
+
+// Get returns the label's value when every node has it with one value.
+func (c commonLabels) Get(label string) string {
+	v, _ := c.Lookup(label)
+	return v
 }
 
 // AssignedRevision is the revision of profile a NodeNetTuning is rendered with.

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -74,7 +75,7 @@ func newSim(t *testing.T, rollout *v1alpha1.RolloutSpec, xavier, orin int, stabl
 			n++
 			name := fmt.Sprintf("av-%02d", n)
 			s.vehicles[name] = &planner.Vehicle{
-				Name: name, Hardware: []string{hw}, Labels: map[string]string{"nettune.io/hardware": hw},
+				Name: name, Hardware: []string{hw}, Labels: labels.Set{"nettune.io/hardware": hw},
 				Assigned: stable, Verified: stable != "", LastSeen: s.now,
 			}
 		}

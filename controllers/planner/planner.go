@@ -68,8 +68,11 @@ type Vehicle struct {
 	Name string
 	// Hardware is the set of hardware models of the vehicle's nodes, sorted.
 	Hardware []string
-	// Labels are the labels the vehicle's nodes have in common (canary selector).
-	Labels map[string]string
+	// Labels are the labels the vehicle's nodes have in common (canary
+	// selector): a labels.Set, or a view that computes them only when asked
+	// (fleetmodel's, since only a rollout's start with a canary selector
+	// reads them).
+	Labels labels.Labels
 	// Assigned is the revision of this profile every node of the vehicle is
 	// rendered with ("" = none); Mixed when the nodes disagree.
 	Assigned string
@@ -162,8 +165,8 @@ type plan struct {
 	out Output
 
 	excluded map[string]bool
-	active   []Vehicle // not excluded, in rollout order
-	byName   map[string]Vehicle
+	active   []Vehicle      // not excluded, in rollout order
+	byName   map[string]int // vehicle -> its index in in.Vehicles
 }
 
 func (p *plan) st() *v1alpha1.NetTuningProfileStatus { return &p.out.Status }
@@ -187,9 +190,9 @@ func (p *plan) run() {
 	for _, v := range p.in.Commands.Excluded {
 		p.excluded[v] = true
 	}
-	p.byName = map[string]Vehicle{}
-	for _, v := range p.in.Vehicles {
-		p.byName[v.Name] = v
+	p.byName = make(map[string]int, len(p.in.Vehicles))
+	for i := range p.in.Vehicles {
+		p.byName[p.in.Vehicles[i].Name] = i
 	}
 
 	switch {
@@ -260,7 +263,7 @@ func (p *plan) order() {
 	for i, c := range p.st().CanaryVehicles {
 		canary[c] = i
 	}
-	p.active = p.active[:0]
+	p.active = make([]Vehicle, 0, len(p.in.Vehicles))
 	for _, v := range p.in.Vehicles {
 		if !p.excluded[v.Name] {
 			p.active = append(p.active, v)
@@ -318,7 +321,11 @@ func (p *plan) pickCanaries() []string {
 			return nil
 		}
 		for _, v := range p.in.Vehicles {
-			if !p.excluded[v.Name] && sel.Matches(labels.Set(v.Labels)) {
+			lbls := v.Labels
+			if lbls == nil {
+				lbls = labels.Set(nil)
+			}
+			if !p.excluded[v.Name] && sel.Matches(lbls) {
 				out = append(out, v.Name)
 			}
 		}
@@ -632,7 +639,7 @@ func (p *plan) target(i int32) int {
 	}
 	t := 0
 	for _, c := range p.st().CanaryVehicles {
-		if v, ok := p.byName[c]; ok && !p.excluded[v.Name] {
+		if _, ok := p.byName[c]; ok && !p.excluded[c] {
 			t++
 		}
 	}
