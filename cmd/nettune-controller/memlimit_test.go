@@ -26,8 +26,8 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// TestSetMemoryLimit: a cgroup v2 or v1 limit less a tenth of it, at least
-// 48 MiB (never under half), becomes the Go soft limit; no limit ("max",
+// TestSetMemoryLimit: a cgroup v2 or v1 limit less a fifth of it, at least
+// 64 MiB (never under half), becomes the Go soft limit; no limit ("max",
 // v1's largest value, no file) and a GOMEMLIMIT of the operator's own leave
 // the runtime as it is.
 func TestSetMemoryLimit(t *testing.T) {
@@ -48,11 +48,12 @@ func TestSetMemoryLimit(t *testing.T) {
 		name, file, content string
 		want                int64
 	}{
-		{"v2", "memory.max", "536870912\n", 483183821},                    // 512 MiB less 51.2 MiB
-		{"v2, the chart's limit", "memory.max", "335544320\n", 272 << 20}, // 320 MiB less 48 MiB
+		{"v2", "memory.max", "536870912\n", 429496730},                    // 512 MiB less 102.4 MiB
+		{"v2, the chart's limit", "memory.max", "335544320\n", 256 << 20}, // 320 MiB less 64 MiB
 		{"v2, small", "memory.max", "67108864\n", 32 << 20},               // 64 MiB: half of it
+		{"v2, 96 MiB", "memory.max", "100663296\n", 48 << 20},             // less 64 MiB would be under half
 		{"v2 unlimited", "memory.max", "max\n", 0},
-		{"v1", "memory/memory.limit_in_bytes", "402653184\n", 336 << 20}, // 384 MiB less 48 MiB
+		{"v1", "memory/memory.limit_in_bytes", "402653184\n", 322122548}, // 384 MiB less 76.8 MiB
 		{"v1 unlimited", "memory/memory.limit_in_bytes", "9223372036854771712\n", 0},
 		{"garbage", "memory.max", "lots\n", 0},
 	} {
