@@ -346,6 +346,10 @@ type procUsage struct {
 	ticks int64 // utime + stime, in clock ticks
 	hwm   int64 // peak RSS (VmHWM), bytes
 	rss   int64 // current RSS (VmRSS), bytes
+	// file is the part of rss that is mapped files (RssFile: for a Go
+	// binary its own text, rodata and pclntab, which the Go runtime's soft
+	// memory limit does not count), bytes.
+	file int64
 }
 
 // readProc reads pid's CPU time and memory.
@@ -393,6 +397,8 @@ func readProc(pid int) (procUsage, error) {
 			u.hwm = kb << 10
 		case "VmRSS":
 			u.rss = kb << 10
+		case "RssFile":
+			u.file = kb << 10
 		}
 	}
 	return u, nil

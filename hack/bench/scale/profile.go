@@ -99,7 +99,7 @@ func (p *profiler) sampleHeap(ctx context.Context, slug string) {
 	defer t.Stop()
 	for {
 		if u, err := readProc(p.pid); err == nil && u.rss > peak+peak/20 {
-			if err := p.heapProfile(ctx, path, fmt.Sprintf("RSS %d MiB", u.rss>>20)); err == nil {
+			if err := p.heapProfile(ctx, path, fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files)", u.rss>>20, u.file>>20)); err == nil {
 				peak = u.rss
 			}
 		}
@@ -153,7 +153,7 @@ func (p *profiler) end(ctx context.Context, name string) {
 	path := filepath.Join(p.dir, slug+"-controller-heap-end.pprof")
 	rss := "RSS unreadable"
 	if u, err := readProc(p.pid); err == nil {
-		rss = fmt.Sprintf("RSS %d MiB, peak %d MiB", u.rss>>20, u.hwm>>20)
+		rss = fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files), peak %d MiB", u.rss>>20, u.file>>20, u.hwm>>20)
 	}
 	if err := p.heapProfile(ctx, path, rss); err != nil {
 		p.say("heap profile of the controller: %v", err)
