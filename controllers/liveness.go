@@ -236,7 +236,8 @@ func (l *Liveness) Untrack(profile string) {
 
 // Observed records node's Lease at resourceVersion version as a list showed
 // it: the view is current, and a version not observed before is a renewal
-// (renewed). It reports what renewed reports.
+// (observedLocked). It reports whether the node came back after a silence
+// of at least the shortest tracked unreachableAfter.
 func (l *Liveness) Observed(node, version string) (cameBack bool) {
 	l.mu.Lock()
 	now := l.now()
