@@ -135,6 +135,10 @@ BENCH_SCALE_ARGS ?= -sizes 1000,5000,30000 -lease-renew 40s,40s,4m -status-max 1
 bench-scale: tools build ## Fleet scale: the real controller against simulated agents at 1,000, 5,000 and 30,000 nodes, into docs/bench-scale.md.
 	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)
 
+.PHONY: bench-writes
+bench-writes: tools ## What one write of each object costs kube-apiserver and etcd (Lease, a minimal CR, NodeNetTunings of 1/4/12 routes, what-if CRD variants), into docs/bench-writes.md (about 10 minutes).
+	cd hack/bench && $(GO) run ./scale -write-cost $(BENCH_WRITES_ARGS)
+
 .PHONY: soak
 soak: tools ## The whole e2e suite and the demo N=5 times each under a 50 % CPU burner, one line per run (root, about 30 minutes).
 	hack/soak.sh

@@ -116,39 +116,44 @@ type NodeNetTuningSpec struct {
 	// +kubebuilder:validation:MaxLength=320
 	Revision string `json:"revision"`
 
-	// profiles are the profile revisions rendered into this spec.
+	// profiles are the profile revisions rendered into this spec, one per
+	// profile name.
+	// Atomic, written whole by the controller: managedFields then hold one
+	// entry for the list instead of one per item (every write of the object
+	// encodes, decodes and merges them; docs/bench-writes.md).
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.name == x.name))",message="two profiles have the same name"
 	Profiles []SourceProfile `json:"profiles,omitempty"`
 
-	// routes to tune, each by destination.
+	// routes to tune, one per destination. Atomic, like profiles.
 	// +optional
-	// +listType=map
-	// +listMapKey=destination
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.destination == x.destination))",message="two routes have the same destination"
 	Routes []NodeRoute `json:"routes,omitempty"`
 
-	// sysctls to set.
+	// sysctls to set, one per name. Atomic, like profiles.
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.name == x.name))",message="two sysctls have the same name"
 	Sysctls []Sysctl `json:"sysctls,omitempty"`
 
-	// interfaces to set.
+	// interfaces to set, one per name. Atomic, like profiles.
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.name == x.name))",message="two interfaces have the same name"
 	Interfaces []InterfaceTuning `json:"interfaces,omitempty"`
 
-	// peers are the other hosts of the vehicle, probed after every apply.
+	// peers are the other hosts of the vehicle, probed after every apply,
+	// one per host. Atomic, like profiles.
 	// +optional
-	// +listType=map
-	// +listMapKey=host
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.host == x.host))",message="two peers have the same host"
 	Peers []Peer `json:"peers,omitempty"`
 }
 
@@ -193,11 +198,14 @@ type NodeNetTuningStatus struct {
 	// +kubebuilder:validation:MaxLength=320
 	AppliedRevision string `json:"appliedRevision,omitempty"`
 
-	// conditions: Applied, Verified, Drifted, RolledBack, Degraded.
+	// conditions: Applied, Verified, Drifted, RolledBack, Degraded, one per
+	// type. Atomic: the node's agent is their only writer and writes them
+	// whole, so managedFields hold one entry for the list instead of seven
+	// fields per condition.
 	// +optional
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.type == x.type))",message="two conditions have the same type"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// items report desired versus observed values of every item.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -406,7 +407,19 @@ revision: r1
 peers: [{host: xavier-b, address: xavier-b.local}]`, "spec.peers[0].address", "must be an IP address"},
 	{"duplicate route destination", `
 revision: r1
-routes: [{destination: 192.168.10.3/32, parameters: {initcwnd: 10}}, {destination: 192.168.10.3/32, parameters: {initcwnd: 12}}]`, "spec.routes[1]", "Duplicate value"},
+routes: [{destination: 192.168.10.3/32, parameters: {initcwnd: 10}}, {destination: 192.168.10.3/32, parameters: {initcwnd: 12}}]`, "spec.routes", "two routes have the same destination"},
+	{"duplicate sysctl", `
+revision: r1
+sysctls: [{name: net.core.rmem_max, value: "1"}, {name: net.core.rmem_max, value: "2"}]`, "spec.sysctls", "two sysctls have the same name"},
+	{"duplicate interface", `
+revision: r1
+interfaces: [{name: eth0, mtu: 1500}, {name: eth0, gro: false}]`, "spec.interfaces", "two interfaces have the same name"},
+	{"duplicate peer", `
+revision: r1
+peers: [{host: xavier-b, address: 192.168.10.3}, {host: xavier-b, address: 192.168.10.4}]`, "spec.peers", "two peers have the same host"},
+	{"duplicate profile", `
+revision: r1
+profiles: [{name: p, revision: p-1}, {name: p, revision: p-2}]`, "spec.profiles", "two profiles have the same name"},
 	{"sysctl outside allow-list", `
 revision: r1
 sysctls: [{name: vm.swappiness, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
@@ -446,5 +459,42 @@ func TestInvalidNodeNetTuningsAreRefused(t *testing.T) {
 			}
 			assertNamesField(t, err, tc.field, tc.msg)
 		})
+	}
+}
+
+// TestNodeNetTuningConditionsOnePerType: the agent's report may carry each
+// condition type once (the list is atomic, so the API server no longer
+// keys it by type; a rule does): a report with distinct types is stored,
+// one with a type twice is refused and changes nothing.
+func TestNodeNetTuningConditionsOnePerType(t *testing.T) {
+	ctx := context.Background()
+	nnt := &nettunev1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: "conditions-once"},
+		Spec: nettunev1alpha1.NodeNetTuningSpec{Revision: "r1",
+			Routes: []nettunev1alpha1.NodeRoute{{Destination: "192.168.10.3/32"}, {Destination: "192.168.10.4/32"}},
+			Peers:  []nettunev1alpha1.Peer{{Host: "b", Address: "192.168.10.3"}, {Host: "c", Address: "192.168.10.4"}}}}
+	if err := cp.Client.Create(ctx, nnt); err != nil {
+		t.Fatalf("a spec with distinct routes and peers refused: %v", err)
+	}
+	t.Cleanup(func() { _ = cp.Client.Delete(ctx, nnt) })
+	now := metav1.Now()
+	cond := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, LastTransitionTime: now, ObservedGeneration: 1}
+	}
+	nnt.Status.Conditions = []metav1.Condition{cond(nettunev1alpha1.ConditionApplied), cond(nettunev1alpha1.ConditionVerified)}
+	if err := cp.Client.Status().Update(ctx, nnt); err != nil {
+		t.Fatalf("a report with distinct condition types refused: %v", err)
+	}
+	nnt.Status.Conditions = append(nnt.Status.Conditions, cond(nettunev1alpha1.ConditionVerified))
+	err := cp.Client.Status().Update(ctx, nnt)
+	if err == nil {
+		t.Fatal("a report with Verified twice was stored")
+	}
+	assertNamesField(t, err, "status.conditions", "two conditions have the same type")
+	stored := &nettunev1alpha1.NodeNetTuning{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(nnt), stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Status.Conditions) != 2 {
+		t.Errorf("stored %d conditions after the refused report, want the 2 before it", len(stored.Status.Conditions))
 	}
 }

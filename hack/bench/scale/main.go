@@ -67,6 +67,10 @@ type config struct {
 	controller string        // the controller binary ("" = bin/nettune-controller)
 	ctrlEnv    []string      // extra environment of the controller (KEY=VALUE)
 	command    string        // the command line as run, for the report
+	// The write-cost benchmark (-write-cost) instead of the fleet's.
+	writeCost bool
+	wcWrites  int // writes per measurement
+	wcRounds  int
 }
 
 // main runs the benchmark with the command line's flags.
@@ -78,6 +82,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.writeCost {
+		if _, err := writeCost(ctx, c, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if _, err := run(ctx, c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
@@ -106,9 +117,23 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.last, "last", "idle", "the last scenario to run: all-at-once, staged, rollback or idle (the later ones are reported as not run)")
 	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
 	ctrlEnv := fs.String("controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOGC=50)")
-	fs.StringVar(&c.out, "out", "docs/bench-scale.md", "report, relative to the repository root (\"\" = none)")
+	fs.StringVar(&c.out, "out", "", "report, relative to the repository root (default docs/bench-scale.md, with -write-cost docs/bench-writes.md; \"none\" = none)")
+	fs.BoolVar(&c.writeCost, "write-cost", false, "instead of the fleet: measure what one write of each object (Lease, a minimal CustomResource, NodeNetTunings of 1, 4 and 12 routes, and what-if variants of its CRD) costs the kube-apiserver and etcd, on fresh control planes; -agent-workers writes at a time")
+	fs.IntVar(&c.wcWrites, "write-cost-writes", 2000, "-write-cost: objects per measurement (each written once per kind of write)")
+	fs.IntVar(&c.wcRounds, "write-cost-rounds", 3, "-write-cost: rounds through every object (the report gives medians)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	switch {
+	case c.out == "none":
+		c.out = ""
+	case c.out == "" && c.writeCost:
+		c.out = "docs/bench-writes.md"
+	case c.out == "":
+		c.out = "docs/bench-scale.md"
+	}
+	if c.writeCost && (c.wcWrites < 1 || c.wcRounds < 1) {
+		return c, errors.New("-write-cost-writes and -write-cost-rounds must be positive")
 	}
 	var err error
 	if *ctrlEnv != "" {

@@ -110,6 +110,9 @@ func writeMethod(b *strings.Builder, c config) {
 	if c.alone {
 		fmt.Fprintf(b, "  5. **writes alone, no controller** (last, also after a scenario that timed out): the controller and the simulated agents' reports are stopped, and the benchmark moves every node itself with the two writes a move needs and nothing else: a merge patch of its NodeNetTuning's spec as the controller's field manager (the spec the controller rendered, with cwnd 33 and a new revision), then right after it the verified report of that generation, %d nodes at a time, no apply delay; the Lease renewals go on. From the first write: every node's two writes answered, every node seen verified. What the API server takes for the writes of a rollout with no controller deciding, rendering or pacing them, beside the scenarios' \"every node verified\" (the controller's columns in this phase are its usage before it stopped).\n", c.workers)
 	}
+	if c.alone {
+		fmt.Fprintf(b, "  6. **smallest writes, no controller** (lease protocol, after the writes alone): every node's Lease renewed by its simulated agent's LeaseKeeper (one Update of spec.renewTime, the smallest write an agent makes), then every node's once more, %d nodes at a time: every node's Lease renewed once (one write a node) / twice (two writes a node, as many as moving a node takes). The floor of this machine's API server for a rollout's writes: no rollout with one spec write and one report per node can be faster here than two of these per node.\n", c.workers)
+	}
 	fmt.Fprintf(b, "  A scenario that does not reach its end state within %s is reported as timed out and the later ones are not run.\n", c.maxWait)
 	b.WriteString("- **Measurements**: the controller's CPU time (utime + stime, /proc/<pid>/stat) and peak RSS (VmHWM, /proc/<pid>/status) per phase; kube-apiserver's and etcd's CPU time the same way; API requests per phase from the kube-apiserver's own `apiserver_request_total` (every client: the controller, the simulated agents, this program and the kube-apiserver itself, e.g. its identity Lease renewed every 10 s; by verb, resource and code, 409 Conflict apart); reconciles from the controller's `controller_runtime_reconcile_total`. The simulator, the control plane and the controller share the machine's CPUs, so times include waiting for a CPU: the load average is given per run.\n\n")
 }
@@ -117,12 +120,12 @@ func writeMethod(b *strings.Builder, c config) {
 // writeResults is the summary table.
 func writeResults(b *strings.Builder, results []*result) {
 	b.WriteString("## Results\n\n")
-	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle | writes alone, no controller: every node's two writes answered / every node verified |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| nodes | vehicles | liveness | all at once: first / every node verified | staged: first canary vehicle / every node verified | rollback: every node back on stable | controller CPU, scenarios 1-3 | controller peak RSS | idle: controller CPU (% of a core) | idle: reconciles per minute | idle: writes per node per minute | 409s: scenarios 1-3 / idle | writes alone, no controller: every node's two writes answered / every node verified | smallest writes, no controller: every node's Lease renewed once / twice |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.nodes, r.vehicles, modeCell(r), pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback),
-			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone))
+			cpuCell(r), rssCell(r), idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone), pairCell(r.floor))
 	}
 	b.WriteString("\n")
 }
@@ -359,7 +362,7 @@ func scenarioUnder(pick func(*result) scenario, limit time.Duration) func(*resul
 // writeGoals evaluates every goal on every run of its size.
 func writeGoals(b *strings.Builder, c config, results []*result) {
 	b.WriteString("## Goals\n\nEvaluated from the figures above; a goal whose size was not run is listed as not measured.\n\n")
-	b.WriteString("| goal | run | measured | verdict | the same run's writes alone (no controller, every node) |\n|---|---|---|---|---|\n")
+	b.WriteString("| goal | run | measured | verdict | the same run's writes alone (no controller, every node) | the same run's smallest writes (every node's Lease renewed once / twice) |\n|---|---|---|---|---|---|\n")
 	for _, g := range goals {
 		n := 0
 		for _, r := range results {
@@ -375,18 +378,21 @@ func writeGoals(b *strings.Builder, c config, results []*result) {
 			case ok:
 				verdict = "**FAIL**"
 			}
-			alone := "-"
+			alone, floor := "-", "-"
 			if g.timed && r.alone.ran {
 				alone = pairCell(r.alone)
 			}
-			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, alone)
+			if g.timed && r.floor.ran {
+				floor = pairCell(r.floor)
+			}
+			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, alone, floor)
 		}
 		if n == 0 {
 			why := "not measured: no run of that size"
 			if g.nodes != 0 && !containsSize(c.sizes, g.nodes, c.hosts) {
 				why = "not measured: size not in -sizes"
 			}
-			fmt.Fprintf(b, "| %s | - | - | %s | - |\n", g.text, why)
+			fmt.Fprintf(b, "| %s | - | - | %s | - | - |\n", g.text, why)
 		}
 	}
 	b.WriteString("\n")
@@ -453,6 +459,13 @@ func writeScenarioTimes(b *strings.Builder, r *result) {
 		b.WriteString(".\n")
 	} else {
 		b.WriteString("- writes alone, no controller: not run.\n")
+	}
+	if r.floor.ran {
+		fmt.Fprintf(b, "- smallest writes, no controller: every node's Lease renewed once after %s, twice after %s", fmtDur(r.floor.first), fmtDur(r.floor.all))
+		if !r.floor.done {
+			fmt.Fprintf(b, "; **%s**", r.floor.note)
+		}
+		b.WriteString(".\n")
 	}
 	b.WriteString("\n")
 }
@@ -542,9 +555,9 @@ func writeLogSummary(b *strings.Builder, r *result) {
 
 // printSummary prints a run's summary row and errors.
 func printSummary(w io.Writer, r *result) {
-	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s | writes alone %s\n",
+	fmt.Fprintf(w, "== %d nodes %s: all at once %s | staged %s | rollback %s | controller CPU %s, peak RSS %s | idle CPU %s, reconciles/min %s, writes/node/min %s | 409s %s | writes alone %s | smallest writes %s\n",
 		r.nodes, r.mode, pairCell(r.allAtOnce), pairCell(r.staged), rollbackCell(r.rollback), cpuCell(r), rssCell(r),
-		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone))
+		idleCPUCell(r), reconcilesCell(r), writesCell(r), conflictsCell(r), pairCell(r.alone), pairCell(r.floor))
 	fmt.Fprintf(w, "   controller log %s: %d lines, %d error lines\n", r.logPath, r.log.lines, errorLines(r.log))
 	for i, e := range r.log.errors {
 		if i == 5 {

@@ -34,6 +34,9 @@ type result struct {
 	// alone: every node moved by the benchmark's own two writes, the
 	// controller stopped (last; -writes-alone).
 	alone scenario
+	// floor: every node's Lease renewed twice by the benchmark, the
+	// controller stopped (lease protocol, after the writes alone).
+	floor scenario
 	// phases in order: setup (controller start, agents start), then one
 	// per scenario that ran, then idle.
 	phases     []phase
@@ -260,9 +263,10 @@ func startAgents(ctx context.Context, c config, cfg *rest.Config, cp *localcp.Co
 }
 
 // scenarios runs the timed scenarios and the idle measurement, then the
-// writes alone (-writes-alone), each a phase. The writes alone run also
-// when a scenario stopped the others: they stop the controller first, so
-// the fleet they move is still.
+// writes alone (-writes-alone) and, under the lease protocol, the smallest
+// writes, each a phase. The writes alone run also when a scenario stopped
+// the others: they stop the controller first, so the fleet they move is
+// still.
 func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profiler) error {
 	if err := timedScenarios(ctx, b, m, r, prof); err != nil || !b.c.alone {
 		return err
@@ -273,6 +277,15 @@ func scenarios(ctx context.Context, b *bench, m *meter, r *result, prof *profile
 		return err
 	}
 	r.phases = append(r.phases, ap)
+	if r.mode != modeLease {
+		return nil
+	}
+	floor, fp, err := b.smallestWrites(ctx, m)
+	r.floor = floor
+	if err != nil {
+		return err
+	}
+	r.phases = append(r.phases, fp)
 	return nil
 }
 

@@ -85,6 +85,22 @@ func checkResult(t *testing.T, r *result, report string) {
 		t.Errorf("%s: writes alone: done %t, %d/%d nodes verified, two writes each answered after %s, every node seen verified after %s (%s)",
 			r.mode, r.alone.done, r.alone.verified, r.nodes, r.alone.first, r.alone.all, r.alone.note)
 	}
+	// Under the lease protocol every node's Lease was renewed twice after
+	// the writes alone; under the status protocol there are no Leases.
+	if want := r.mode == modeLease; r.floor.ran != want || (want && (!r.floor.done || r.floor.verified != r.nodes || r.floor.first <= 0 || r.floor.all < r.floor.first)) {
+		t.Errorf("%s: smallest writes: ran %t (want %t), done %t, %d/%d nodes renewed twice, once after %s, twice after %s (%s)",
+			r.mode, r.floor.ran, want, r.floor.done, r.floor.verified, r.nodes, r.floor.first, r.floor.all, r.floor.note)
+	}
+	// ... and the API server counted those renewals in the phase.
+	counted := -1.0
+	for _, p := range r.phases {
+		if p.name == "smallest writes (no controller)" && p.requests != nil {
+			counted = p.requests.total(func(k reqKey) bool { return k.verb == "PUT" && k.resource == "leases" && k.code == "200" })
+		}
+	}
+	if r.mode == modeLease && counted < float64(2*r.nodes) {
+		t.Errorf("%s: smallest writes: the API server counted %.0f Lease updates in the phase (-1: no such phase), want at least %d", r.mode, counted, 2*r.nodes)
+	}
 	// The rollback aborts with at least half the fleet on the new revision.
 	if r.rollback.moved < (r.nodes+1)/2 {
 		t.Errorf("%s: rollback aborted with %d/%d nodes on the new revision, want at least half", r.mode, r.rollback.moved, r.nodes)
@@ -133,5 +149,70 @@ func TestLeaseRenewFlag(t *testing.T) {
 	}
 	if got := unreachableAfter(40 * time.Second); got != 2*time.Minute {
 		t.Errorf("unreachableAfter(40s) = %s", got)
+	}
+}
+
+// TestWriteCostQuick runs the write-cost benchmark with 30 objects and one
+// round, and checks that every write of every object was measured, that
+// the objects' stored sizes follow their content, and that the what-if
+// variants changed what they say.
+func TestWriteCostQuick(t *testing.T) {
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"nettune-controller", "kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
+			t.Skipf("bin/%s missing (make tools build): %v", b, err)
+		}
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench-writes.md")
+	c, err := parseFlags([]string{"-write-cost", "-write-cost-writes", "30", "-write-cost-rounds", "1", "-out", out, "-state-dir", filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	results, err := writeCost(ctx, c, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*wcResult{}
+	for _, r := range results {
+		byName[r.v.name] = r
+		for k, op := range r.ops {
+			if len(r.samples[k]) != 1 || r.samples[k][0].rate <= 0 || r.samples[k][0].cpu < 0 {
+				t.Errorf("%s, %s: samples %+v, want one with a rate", r.v.name, op, r.samples[k])
+			}
+		}
+		if r.bytes <= r.mfBytes || r.mfBytes <= 0 || r.managers < 1 {
+			t.Errorf("%s: stored %d bytes, %d of managedFields in %d entries", r.v.name, r.bytes, r.mfBytes, r.managers)
+		}
+	}
+	if len(results) != len(wcVariants()) {
+		t.Fatalf("%d results for %d variants", len(results), len(wcVariants()))
+	}
+	// The NodeNetTuning grows with its routes; its atomic lists hold
+	// smaller managedFields than the same lists map-keyed.
+	one, four, twelve := byName["NodeNetTuning, vehicle of 2 hosts (1 route)"], byName["NodeNetTuning, vehicle of 5 hosts (4 routes)"], byName["NodeNetTuning, vehicle of 13 hosts (12 routes)"]
+	keyed := byName["what if: NodeNetTuning, 5 hosts, lists map-keyed (the schema before 2026-11-26)"]
+	if one.bytes >= four.bytes || four.bytes >= twelve.bytes {
+		t.Errorf("stored sizes with 1, 4, 12 routes: %d, %d, %d bytes, want increasing", one.bytes, four.bytes, twelve.bytes)
+	}
+	if four.mfBytes >= keyed.mfBytes {
+		t.Errorf("managedFields: %d bytes with atomic lists, %d map-keyed: want fewer atomic", four.mfBytes, keyed.mfBytes)
+	}
+	report, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range wcVariants() {
+		if !strings.Contains(string(report), "| "+v.name+" | ") {
+			t.Errorf("the report has no row for %s", v.name)
+		}
+	}
+	if !strings.Contains(string(report), "of control-plane CPU per node") {
+		t.Error("the report does not state what moving a node costs")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,8 @@ type bench struct {
 	ctrl *controllerProc
 	// ctrlStopped: the writes-alone scenario stopped the controller.
 	ctrlStopped bool
+	// ctrlLast is the controller's usage when the writes alone stopped it.
+	ctrlLast procUsage
 	// ag are the simulated agents (the writes alone pause their reports and
 	// reads their informer cache).
 	ag    *agents
@@ -384,7 +387,7 @@ func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, err
 	s := scenario{ran: true, revision: profileName + "-alone"}
 	last := m.read(ctx)
 	b.ctrl.stop()
-	b.ctrlStopped = true
+	b.ctrlStopped, b.ctrlLast = true, last.ctrl
 	b.ag.paused.Store(true)
 	defer b.ag.paused.Store(false)
 	a := m.read(ctx)
@@ -444,4 +447,48 @@ func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, err
 		b.say(t0, "writes alone (no controller): every node's two writes answered after %s, every node seen verified after %s", round(s.first), round(s.all))
 	}
 	return s, m.phase("writes alone (no controller)", a, z), nil
+}
+
+// smallestWrites is the machine's floor for a rollout's writes (lease
+// protocol, after the writes alone): with the controller still stopped,
+// every node's agent renews its Lease (the agent's own LeaseKeeper: one
+// Update of spec.renewTime, the smallest write any agent makes), then every
+// node's agent renews it once more, -agent-workers nodes at a time. first
+// is when every node's first renewal was answered (one write a node), all
+// when every node's second was (two writes a node, as many as a rollout
+// needs). A rollout on this machine cannot be faster than its writes would
+// be if every one were this small.
+func (b *bench) smallestWrites(ctx context.Context, m *meter) (scenario, phase, error) {
+	s := scenario{ran: true}
+	a := m.read(ctx)
+	a.ctrl = b.ctrlLast // the controller is gone
+	nodes := b.ag.nodes
+	var renewed [2]atomic.Int64
+	t0 := time.Now()
+	for round := range renewed {
+		err := parallel(ctx, len(nodes), b.c.workers, func(i int) error {
+			if err := b.ag.renew(ctx, nodes[i]); err != nil {
+				return fmt.Errorf("smallest writes: renewing the Lease of %s: %w", nodes[i], err)
+			}
+			renewed[round].Add(1)
+			return nil
+		})
+		if err != nil {
+			return s, phase{}, err
+		}
+		if round == 0 {
+			s.first = time.Since(t0)
+		}
+	}
+	s.all = time.Since(t0)
+	s.verified = int(min(renewed[0].Load(), renewed[1].Load()))
+	z := m.read(ctx)
+	z.ctrl = b.ctrlLast
+	if s.verified == b.total {
+		s.done = true
+	} else {
+		s.note = fmt.Sprintf("%d/%d nodes renewed twice", s.verified, b.total)
+	}
+	b.say(t0, "smallest writes (no controller): every node's Lease renewed once after %s, twice after %s", round(s.first), round(s.all))
+	return s, m.phase("smallest writes (no controller)", a, z), nil
 }
