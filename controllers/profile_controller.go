@@ -126,6 +126,9 @@ type ProfileReconciler struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
+	// RenderWorkers is the NodeRenderer's MaxConcurrentReconciles when
+	// SetupAll makes it (DefaultRenderWorkers when 0).
+	RenderWorkers int
 	// store reads the Nodes and NodeNetTunings of each plan straight from
 	// the manager cache's informers (SetupWithManager).
 	store *fleetStore

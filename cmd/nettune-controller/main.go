@@ -76,6 +76,8 @@ type Options struct {
 	// API server (client-go's token bucket).
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// RenderWorkers is how many nodes' NodeNetTunings are rendered at once.
+	RenderWorkers int
 }
 
 func (o *Options) register(fs *flag.FlagSet) {
@@ -89,6 +91,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "requests per second to the API server, sustained (client-go's default of 20 writes 5,000 NodeNetTunings in over 4 minutes)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "requests to the API server in a burst")
+	fs.IntVar(&o.RenderWorkers, "render-workers", controllers.DefaultRenderWorkers, "NodeNetTunings rendered and written at once: each waits for the API server's answer to its write, so a loaded API server needs more in flight (at 5,000 nodes on 2 cores, 16 moved 2,500 nodes back in 19.5 s against 25.0 s with 4; docs/bench-scale-notes.md)")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "namespace of the leader election lease")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace holding the profiles' revisions (ControllerRevisions)")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
@@ -169,7 +172,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	r := &controllers.ProfileReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+		RenderWorkers: o.RenderWorkers,
+		Client:        mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
 	}

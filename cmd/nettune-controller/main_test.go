@@ -18,6 +18,7 @@ package main
 
 import (
 	"flag"
+	"github.com/nettune/nettune/controllers"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +76,16 @@ func TestEventShipperFlags(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the shipper's metrics are not registered")
+	}
+}
+
+// TestRenderWorkersFlag: --render-workers defaults to the renderer's
+// default and is read as given.
+func TestRenderWorkersFlag(t *testing.T) {
+	if o := parse(t); o.RenderWorkers != controllers.DefaultRenderWorkers {
+		t.Errorf("default --render-workers %d, want %d", o.RenderWorkers, controllers.DefaultRenderWorkers)
+	}
+	if o := parse(t, "--render-workers", "3"); o.RenderWorkers != 3 {
+		t.Errorf("--render-workers 3 read as %d", o.RenderWorkers)
 	}
 }

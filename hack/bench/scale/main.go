@@ -18,6 +18,12 @@
 // with `make bench-scale`; the idle phases alone take -idle (5 min) per run,
 // 30 min with the defaults. The controller, the control plane and the
 // simulator share the machine, so run it with nothing else running.
+//
+// With -write-cost it measures instead what one write of each object costs
+// the kube-apiserver and etcd (a Lease, a small CustomResource,
+// NodeNetTunings of 1, 4 and 12 routes, what-if variants of the
+// NodeNetTuning CRD), on fresh control planes, into docs/bench-writes.md
+// (`make bench-writes`, about 10 minutes).
 package main
 
 import (

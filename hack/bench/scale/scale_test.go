@@ -216,3 +216,12 @@ func TestWriteCostQuick(t *testing.T) {
 		t.Error("the report does not state what moving a node costs")
 	}
 }
+
+// TestThousands: the report's node counts.
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{5: "5", 100: "100", 1000: "1,000", 5000: "5,000", 30000: "30,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -147,6 +147,15 @@ func writeCost(ctx context.Context, c config, w io.Writer) ([]*wcResult, error) 
 	return results, nil
 }
 
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -592,8 +601,8 @@ func writeMoveCost(b *strings.Builder, results []*wcResult) {
 	fmt.Fprintf(b, "Moving a node of a 5-host vehicle to a new revision is the controller's spec patch (%.2f ms) and the agent's verified report (%.2f ms): **%.2f ms of control-plane CPU per node**, %.1f Lease renewals' worth (%.2f ms each). ", ms(spec), ms(report), ms(move), float64(move)/float64(renew), ms(renew))
 	for _, n := range []int{5000, 30000} {
 		cpu := time.Duration(n) * move
-		fmt.Fprintf(b, "%d nodes: %s of CPU, so at least %s on %d CPUs even if the control plane had every CPU to itself and the controller, the agents and the Lease renewals cost nothing. ",
-			n, cpu.Round(100*time.Millisecond), (cpu / time.Duration(runtime.NumCPU())).Round(100*time.Millisecond), runtime.NumCPU())
+		fmt.Fprintf(b, "%s nodes: %s of CPU, so at least %s on %d CPUs even if the control plane had every CPU to itself and the controller, the agents and the Lease renewals cost nothing. ",
+			thousands(n), cpu.Round(100*time.Millisecond), (cpu / time.Duration(runtime.NumCPU())).Round(100*time.Millisecond), runtime.NumCPU())
 	}
 	b.WriteString("\n")
 }

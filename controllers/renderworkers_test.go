@@ -1,0 +1,101 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+// TestRenderWorkers: SetupAll gives the node renderer r.RenderWorkers
+// workers, DefaultRenderWorkers when 0, as the started controller reports
+// in controller_runtime_max_concurrent_reconciles.
+func TestRenderWorkers(t *testing.T) {
+	cp, err := localcp.Start(t.TempDir())
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	ctx := context.Background()
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: revisionNS}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ set, want int }{{7, 7}, {0, controllers.DefaultRenderWorkers}} {
+		mgr, err := ctrl.NewManager(rest.CopyConfig(cp.Config), ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &controllers.ProfileReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+			Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true, RenderWorkers: tc.set}
+		if err := controllers.SetupAll(mgr, rec); err != nil {
+			t.Fatal(err)
+		}
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := mgr.Start(mctx); err != nil && mctx.Err() == nil {
+				t.Errorf("manager: %v", err)
+			}
+		}()
+		got := -1.0
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got = renderWorkerGauge(t); got == float64(tc.want) {
+				break
+			}
+		}
+		cancel()
+		<-done
+		if got != float64(tc.want) {
+			t.Errorf("RenderWorkers %d: the renderer runs %v workers, want %d", tc.set, got, tc.want)
+		}
+	}
+}
+
+// renderWorkerGauge reads controller_runtime_max_concurrent_reconciles of
+// the noderenderer controller (-1 when absent).
+func renderWorkerGauge(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_max_concurrent_reconciles" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "noderenderer" {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
