@@ -20,10 +20,10 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestQuickSize runs the whole benchmark at 60 nodes (12 vehicles x 5
-// hosts), both liveness protocols, a 5 s idle, against the real controller
-// and kube-apiserver, and checks what it measured.
-func TestQuickSize(t *testing.T) {
+// needBinaries skips the test when bin/ lacks the controller or the control
+// plane.
+func needBinaries(t *testing.T) {
+	t.Helper()
 	root, err := localcp.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +33,13 @@ func TestQuickSize(t *testing.T) {
 			t.Skipf("bin/%s missing (make tools build): %v", b, err)
 		}
 	}
+}
+
+// TestQuickSize runs the whole benchmark at 60 nodes (12 vehicles x 5
+// hosts), both liveness protocols, a 5 s idle, against the real controller
+// and kube-apiserver, and checks what it measured.
+func TestQuickSize(t *testing.T) {
+	needBinaries(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bench-scale.md")
 	c, err := parseFlags([]string{"-sizes", "60", "-hosts", "5", "-liveness", "lease,status", "-idle", "5s",
@@ -157,15 +164,7 @@ func TestLeaseRenewFlag(t *testing.T) {
 // the objects' stored sizes follow their content, and that the what-if
 // variants changed what they say.
 func TestWriteCostQuick(t *testing.T) {
-	root, err := localcp.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []string{"nettune-controller", "kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
-			t.Skipf("bin/%s missing (make tools build): %v", b, err)
-		}
-	}
+	needBinaries(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bench-writes.md")
 	c, err := parseFlags([]string{"-write-cost", "-write-cost-writes", "30", "-write-cost-rounds", "1", "-out", out, "-state-dir", filepath.Join(dir, "state")})
