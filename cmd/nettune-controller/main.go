@@ -172,9 +172,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	r := &controllers.ProfileReconciler{
-		RenderWorkers: o.RenderWorkers,
-		Client:        mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, RenderWorkers: o.RenderWorkers,
 		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
 	}
 	shipper, err := newEventShipper(o, metrics.Registry, ctrl.Log.WithName("loki"))

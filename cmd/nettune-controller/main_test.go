@@ -18,7 +18,6 @@ package main
 
 import (
 	"flag"
-	"github.com/nettune/nettune/controllers"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
