@@ -214,18 +214,24 @@ func measureWrites(ctx context.Context, c config, dir string, r *wcResult) (err 
 // first write of a kind on a fresh API server waits for its handler and
 // is not what is measured.
 func warm(ctx context.Context, cl client.Client, kind string) error {
-	var obj client.Object
-	switch kind {
-	case "lease":
-		obj = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "warm"}}
-	case "minimal":
-		obj = newUnstructured("bench.nettune.io/v1", "SmallObject", "", "warm")
-	default:
-		obj = &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: "warm"}, Spec: wcSpec(0, 1, profileName+"-1", 30)}
+	obj := wcObject(kind, "warm")
+	if nnt, ok := obj.(*v1alpha1.NodeNetTuning); ok {
+		nnt.Spec = wcSpec(0, 1, profileName+"-1", 30)
 	}
 	return waitFor(ctx, "a "+kind+" write to be served", func() bool {
 		return cl.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll) == nil
 	})
+}
+
+// wcObject is an empty object of a variant's kind named name.
+func wcObject(kind, name string) client.Object {
+	switch kind {
+	case "lease":
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	case "minimal":
+		return newUnstructured("bench.nettune.io/v1", "SmallObject", "", name)
+	}
+	return &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 // wcName names the i-th object of a measurement.
@@ -324,16 +330,8 @@ func wcSpec(i, routes int, revision string, cwnd int32) v1alpha1.NodeNetTuningSp
 // stored records the size of object 0 as stored after the last write and
 // proves the variant's CRD change was in effect.
 func (r *wcResult) stored(ctx context.Context, cl client.Client) error {
-	var obj client.Object
-	switch r.v.kind {
-	case "lease":
-		obj = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}
-	case "minimal":
-		obj = newUnstructured("bench.nettune.io/v1", "SmallObject", "", "")
-	default:
-		obj = &v1alpha1.NodeNetTuning{}
-	}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: wcName(0)}, obj); err != nil {
+	obj := wcObject(r.v.kind, wcName(0))
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return fmt.Errorf("reading %s back: %w", wcName(0), err)
 	}
 	raw, err := json.Marshal(obj)
