@@ -220,6 +220,64 @@ type NodeNetTuningStatus struct {
 	// lastHeartbeatTime is when the agent last reported, even unchanged.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// kernel is what the node's kernel provides, as the agent probed it at
+	// start-up (by trying, not by version number). An analysis whose
+	// metric needs a counter a vehicle's kernel lacks is never a Pass on
+	// that vehicle. Unset: an agent that does not report it.
+	// +optional
+	Kernel *KernelFeatures `json:"kernel,omitempty"`
+}
+
+// tcp_info counters the agent reads through sock_diag, named after their
+// struct tcp_info fields (include/uapi/linux/tcp.h).
+const (
+	// CounterTotalRetrans is tcpi_total_retrans (every kernel the agent runs on).
+	CounterTotalRetrans = "tcpi_total_retrans"
+	// CounterSegsOut is tcpi_segs_out (Linux 4.2+).
+	CounterSegsOut = "tcpi_segs_out"
+	// CounterDSACKDups is tcpi_dsack_dups (Linux 4.19+).
+	CounterDSACKDups = "tcpi_dsack_dups"
+	// CounterTotalRTO is tcpi_total_rto (Linux 6.7+).
+	CounterTotalRTO = "tcpi_total_rto"
+)
+
+// KernelFeatures is what a node's kernel provides, probed by its agent.
+type KernelFeatures struct {
+	// release is the kernel's release (uname -r), e.g. 5.10.0-32-arm64.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Release string `json:"release,omitempty"`
+	// machine is the kernel's architecture (uname -m), e.g. aarch64.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Machine string `json:"machine,omitempty"`
+	// tcpInfoCounters are the tcp_info counters the kernel reports on a
+	// live socket (tcpi_total_retrans, tcpi_segs_out, tcpi_dsack_dups,
+	// tcpi_total_rto), in that order; a counter not named is not provided.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	TCPInfoCounters []string `json:"tcpInfoCounters,omitempty"`
+	// congestionControls are the congestion control algorithms the kernel
+	// has loaded (tcp_available_congestion_control) when probed; others may
+	// be loaded on demand from modules.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	CongestionControls []string `json:"congestionControls,omitempty"`
+}
+
+// Provides reports whether the kernel reports the tcp_info counter.
+func (k *KernelFeatures) Provides(counter string) bool {
+	for _, c := range k.TCPInfoCounters {
+		if c == counter {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeNetTuning is one node's rendered network tuning, named after the node,
