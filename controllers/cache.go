@@ -69,7 +69,8 @@ func CacheOptions(namespace string) cache.Options {
 //     finalizer read the profiles); the rest of the spec only when
 //     spec.revision is not the hash of the spec (trimSpecBody: the renderer
 //     compares revisions, or whole specs when the body is kept); of the
-//     status observedGeneration, appliedRevision, lastHeartbeatTime and only the
+//     status observedGeneration, appliedRevision, lastHeartbeatTime, kernel
+//     (one copy shared by the nodes that report the same) and only the
 //     conditions fleetmodel.NodeReport reads (Verified, RolledBack,
 //     Degraded) with only their type, status, observedGeneration and
 //     reason (one slice shared by the nodes that report the same). Gone:
@@ -169,6 +170,7 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 		}
 	}
 	st.Conditions = sharedConditions(conds)
+	st.Kernel = sharedKernel(st.Kernel)
 }
 
 // specBodyTrimmedAnnotation marks, in the cache only, a NodeNetTuning whose
@@ -345,11 +347,22 @@ func sharedConditions(conds []metav1.Condition) []metav1.Condition {
 	return sharedConds.get(key.String(), conds)
 }
 
-// sharedMaps and sharedConds are the cache's tables of Node annotation maps
-// and NodeNetTuning conditions.
+// sharedKernel is the cache's copy of k, a NodeNetTuning's reported kernel:
+// a fleet runs a few kernel builds, about 200 bytes each per node otherwise.
+func sharedKernel(k *v1alpha1.KernelFeatures) *v1alpha1.KernelFeatures {
+	if k == nil {
+		return nil
+	}
+	key := strings.Join([]string{k.Release, k.Machine, strings.Join(k.TCPInfoCounters, ","), strings.Join(k.CongestionControls, ",")}, "\x00")
+	return sharedKernels.get(key, k)
+}
+
+// sharedMaps, sharedConds and sharedKernels are the cache's tables of Node
+// annotation maps, NodeNetTuning conditions and reported kernels.
 var (
-	sharedMaps  = &shareTable[map[string]string]{max: 1 << 10}
-	sharedConds = &shareTable[[]metav1.Condition]{max: 1 << 12}
+	sharedMaps    = &shareTable[map[string]string]{max: 1 << 10}
+	sharedConds   = &shareTable[[]metav1.Condition]{max: 1 << 12}
+	sharedKernels = &shareTable[*v1alpha1.KernelFeatures]{max: 1 << 8}
 )
 
 // interned is the cache's table: the vocabulary of a fleet (label keys,

@@ -340,6 +340,7 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 		LivenessTimer: r.Liveness != nil,
 	}
 	out = planner.Plan(in)
+	kernels := func(vehicles []string) map[string][]analysis.NodeKernel { return f.Kernels(vehicles, nnts) }
 	if len(out.Measures) > 0 {
 		// Every analysis of the step measured on the same plan, then one
 		// plan decides on all of their results.
@@ -347,7 +348,7 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 		for _, m := range out.Measures {
 			var announce func()
 			var measured bool
-			if st, announce, measured = r.measure(ctx, p, m, st); measured {
+			if st, announce, measured = r.measure(ctx, p, m, st, kernels); measured {
 				measuredAny = true
 				emit = append(emit, announce)
 			}
@@ -380,8 +381,11 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 }
 
 // measure takes one measurement of the analysis the planner waits for, if it
-// is due, and folds it into the status.
-func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus) (v1alpha1.NetTuningProfileStatus, func(), bool) {
+// is due, and folds it into the status. kernels says what the given
+// vehicles' kernels reported, for the analysis to check what each cohort can
+// measure.
+func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus,
+	kernels func(vehicles []string) map[string][]analysis.NodeKernel) (v1alpha1.NetTuningProfileStatus, func(), bool) {
 	var spec *v1alpha1.AnalysisSpec
 	for i := range p.Spec.Rollout.Analyses {
 		if p.Spec.Rollout.Analyses[i].Name == m.Analysis {
@@ -412,8 +416,8 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 		since := analysis.StartedAt(prev, now)
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		meas = analysis.Measure(qctx, q, p.Name,
-			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since},
-			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since}, now)
+			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since, Kernels: kernels(m.Canary)},
+			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since, Kernels: kernels(m.Baseline)}, now)
 		cancel()
 	}
 	res := analysis.Accumulate(prev, meas, spec)

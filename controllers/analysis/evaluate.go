@@ -99,10 +99,35 @@ func int32Or(p *int32, def int32) int32 {
 // value stays nil and Evaluate decides).
 //
 // A judge analysis (spec.judge) is measured by MeasureJudge instead.
+//
+// Before any query, the cohorts' kernels (Cohort.Kernels) are checked
+// against the tcp_info counters the queries read: a canary vehicle that
+// cannot measure one makes the measurement Inconclusive, naming the counter,
+// the kernel and the vehicle; baseline vehicles that cannot are left out of
+// the baseline, and the message says so.
 func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
-	if spec.Judge != nil {
-		return MeasureJudge(ctx, q, profile, spec, canary, baseline, at)
+	unmeasurable, baseline, note := checkKernels(spec, canary, baseline)
+	if unmeasurable != "" {
+		m := Measurement{Phase: PhaseInconclusive, At: at, Message: unmeasurable}
+		if spec.Judge != nil {
+			m.Judge = &JudgeResult{Verdict: VerdictInconclusive, Message: unmeasurable}
+		}
+		return m
 	}
+	var m Measurement
+	if spec.Judge != nil {
+		m = MeasureJudge(ctx, q, profile, spec, canary, baseline, at)
+	} else {
+		m = measureQuery(ctx, q, profile, spec, canary, baseline, at)
+	}
+	if note != "" {
+		m.Message += "; " + note
+	}
+	return m
+}
+
+// measureQuery is Measure of a query analysis.
+func measureQuery(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	m := Measurement{At: at}
 	window := Window(spec)
 	samplesTmpl := ""

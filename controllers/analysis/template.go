@@ -21,6 +21,9 @@ type Cohort struct {
 	// analysis' first measurement): a judge counts no message from before
 	// Since plus one step.
 	Since time.Time
+	// Kernels are what the cohort's vehicles' nodes reported of their
+	// kernels, by vehicle (nil: not known, nothing is checked).
+	Kernels map[string][]NodeKernel
 }
 
 // TemplateData is what query templates see.

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/render"
 )
@@ -324,4 +325,24 @@ func NodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.T
 	failed = current(v1alpha1.ConditionRolledBack) ||
 		(current(v1alpha1.ConditionDegraded) && !v1alpha1.EnvironmentReason(degraded.Reason))
 	return verified, failed, seen
+}
+
+// Kernels returns what the nodes of each of vehicles reported of their
+// kernels (NodeNetTuning status.kernel; nil for a node that has not), by
+// vehicle, for an analysis to check what each cohort can measure.
+func (f *Fleet) Kernels(vehicles []string, nnt func(node string) *v1alpha1.NodeNetTuning) map[string][]analysis.NodeKernel {
+	out := make(map[string][]analysis.NodeKernel, len(vehicles))
+	for _, v := range vehicles {
+		nodes := f.Vehicles[v]
+		ks := make([]analysis.NodeKernel, 0, len(nodes))
+		for _, n := range nodes {
+			k := analysis.NodeKernel{Node: n.Name}
+			if o := nnt(n.Name); o != nil {
+				k.Kernel = o.Status.Kernel
+			}
+			ks = append(ks, k)
+		}
+		out[v] = ks
+	}
+	return out
 }
