@@ -457,6 +457,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 		}
 	}
 	revisions := map[string]string{v1alpha1.ControlArm: st.BaseRevision}
+	vehicleLabel := v1alpha1.DefaultVehicleLabel
 	applying := 0
 	for i := range st.Arms {
 		arm := &st.Arms[i]
@@ -475,6 +476,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 			return ctrl.Result{}, err
 		}
 		revisions[arm.Name] = p.Status.CurrentRevision
+		vehicleLabel = p.Spec.GetVehicleLabel()
 		switch arm.Phase {
 		case v1alpha1.ArmStopped, v1alpha1.ArmFinished:
 			if err := r.deleteProfile(ctx, p); err != nil {
@@ -535,7 +537,11 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 	ending := !end.IsZero() && !now.Before(end)
 	due := st.LastMeasured == nil || !now.Before(st.LastMeasured.Add(interval)) || ending
 	if due && measuring > 0 {
-		r.measure(ctx, exp, revisions, now)
+		kernels, err := r.kernels(ctx, vehicleLabel)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		r.measure(ctx, exp, revisions, kernels, now)
 		t := metav1.NewTime(now)
 		st.LastMeasured = &t
 	}
@@ -588,9 +594,43 @@ func experimentSpec(spec *v1alpha1.AnalysisSpec, d time.Duration) *v1alpha1.Anal
 	return s
 }
 
+// kernels returns what the nodes of given vehicles (by vehicleLabel)
+// reported of their kernels, for an analysis to check what each cohort can
+// measure.
+func (r *ExperimentReconciler) kernels(ctx context.Context, vehicleLabel string) (func(vehicles []string) map[string][]analysis.NodeKernel, error) {
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // read only
+		return nil, err
+	}
+	var nnts v1alpha1.NodeNetTuningList
+	if err := r.List(ctx, &nnts, client.UnsafeDisableDeepCopy); err != nil { // read only
+		return nil, err
+	}
+	reported := make(map[string]*v1alpha1.KernelFeatures, len(nnts.Items))
+	for i := range nnts.Items {
+		reported[nnts.Items[i].Name] = nnts.Items[i].Status.Kernel
+	}
+	byVehicle := map[string][]analysis.NodeKernel{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if v := n.Labels[vehicleLabel]; v != "" {
+			byVehicle[v] = append(byVehicle[v], analysis.NodeKernel{Node: n.Name, Kernel: reported[n.Name]})
+		}
+	}
+	return func(vehicles []string) map[string][]analysis.NodeKernel {
+		out := make(map[string][]analysis.NodeKernel, len(vehicles))
+		for _, v := range vehicles {
+			out[v] = byVehicle[v]
+		}
+		return out
+	}, nil
+}
+
 // measure takes one measurement of every measuring arm and model against
-// the control of that model, and stops the arms an analysis fails.
-func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string, now time.Time) {
+// the control of that model, and stops the arms an analysis fails. kernels
+// says what the given vehicles' kernels reported.
+func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string,
+	kernels func(vehicles []string) map[string][]analysis.NodeKernel, now time.Time) {
 	st := &exp.Status
 	control := map[string][]string{}
 	var controlArm *v1alpha1.ExperimentArm
@@ -622,8 +662,8 @@ func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTun
 				continue
 			}
 			since := arm.Verified.Time
-			canary := analysis.Cohort{Vehicles: c.Vehicles, Revision: revisions[arm.Name], Since: since}
-			baseline := analysis.Cohort{Vehicles: ctrlVehicles, Revision: st.BaseRevision, Since: since}
+			canary := analysis.Cohort{Vehicles: c.Vehicles, Revision: revisions[arm.Name], Since: since, Kernels: kernels(c.Vehicles)}
+			baseline := analysis.Cohort{Vehicles: ctrlVehicles, Revision: st.BaseRevision, Since: since, Kernels: kernels(ctrlVehicles)}
 			for k, spec := range specs {
 				prev := v1alpha1.AnalysisResult{}
 				idx := -1
