@@ -60,10 +60,11 @@ type fleetEnv struct {
 	stop context.CancelFunc
 
 	mu      sync.Mutex
-	offline map[string]bool // vehicle -> agents silent
-	failRev map[string]bool // revisions the agents roll back
-	silent  map[string]bool // profiles whose nodes' agents never report (nor heartbeat)
-	queries []time.Time     // when each analysis query returned
+	offline map[string]bool                     // vehicle -> agents silent
+	failRev map[string]bool                     // revisions the agents roll back
+	silent  map[string]bool                     // profiles whose nodes' agents never report (nor heartbeat)
+	kernels map[string]*v1alpha1.KernelFeatures // vehicle -> the kernel its agents report (none when absent)
+	queries []time.Time                         // when each analysis query returned
 }
 
 func testLogger(t *testing.T) logr.Logger {
@@ -242,6 +243,9 @@ func (e *fleetEnv) agents(ctx context.Context) {
 			if off {
 				continue
 			}
+			e.mu.Lock()
+			kernel := e.kernels[vehicle]
+			e.mu.Unlock()
 			fresh := nnt.Status.ObservedGeneration == nnt.Generation
 			if fresh && time.Since(beat[nnt.Name]) < 2*time.Second {
 				continue
@@ -249,6 +253,7 @@ func (e *fleetEnv) agents(ctx context.Context) {
 			patch := client.MergeFrom(nnt.DeepCopy())
 			now := metav1.Now()
 			nnt.Status.LastHeartbeatTime = &now
+			nnt.Status.Kernel = kernel
 			if !fresh {
 				nnt.Status.ObservedGeneration = nnt.Generation
 				set := func(typ string, s metav1.ConditionStatus, reason string) {
