@@ -59,7 +59,8 @@ type TCPSocketInfo struct {
 	RcvSsthresh  uint32
 	BytesAcked   uint64 // 0 when the kernel's tcp_info is too short
 	// DSACKDups counts segments the peer reported received twice (D-SACK):
-	// retransmissions that were not needed (tcpi_dsack_dups, Linux 5.10+).
+	// retransmissions that were not needed (tcpi_dsack_dups, Linux 4.19+;
+	// not on the Xavier's 4.9).
 	DSACKDups uint32
 	// TotalRTO counts retransmission timeouts of the socket's life
 	// (tcpi_total_rto, Linux 6.7+).
@@ -162,10 +163,53 @@ func parseInetDiag(b []byte) (TCPSocketInfo, error) {
 	return s, nil
 }
 
+// Offsets in struct tcp_info (include/uapi/linux/tcp.h) of the fields read
+// here, and the end of each counter the agent reports: a kernel provides a
+// counter when the tcp_info it sends is at least that long. The struct only
+// ever grows at its end, so its length says which fields a kernel has,
+// whatever its version number says (vendor kernels backport): 104 bytes up
+// to tcpi_total_retrans (every kernel the agent runs on), 168 on 4.9, 224
+// on 4.19, 232 on 5.4 to 6.1, 248 on 6.7, 280 on 6.18.
+const (
+	tcpiBytesAcked      = 120 // __u64, Linux 4.1
+	tcpiSegsOut         = 136 // __u32, Linux 4.2
+	tcpiDSACKDups       = 216 // __u32, Linux 4.19
+	tcpiTotalRTO        = 240 // __u16, Linux 6.7
+	tcpiTotalRetransEnd = 104
+	tcpiSegsOutEnd      = tcpiSegsOut + 4
+	tcpiDSACKDupsEnd    = tcpiDSACKDups + 4
+	tcpiTotalRTOEnd     = tcpiTotalRTO + 2
+)
+
+// tcpInfoCounters are the tcp_info counters the agent reads, in struct
+// order, each with the tcp_info length that carries it.
+var tcpInfoCounters = [...]struct {
+	name string
+	end  int
+}{
+	{"tcpi_total_retrans", tcpiTotalRetransEnd},
+	{"tcpi_segs_out", tcpiSegsOutEnd},
+	{"tcpi_dsack_dups", tcpiDSACKDupsEnd},
+	{"tcpi_total_rto", tcpiTotalRTOEnd},
+}
+
+// TCPInfoCounters names the counters (tcpi_total_retrans, tcpi_segs_out,
+// tcpi_dsack_dups, tcpi_total_rto, in that order) that a struct tcp_info of
+// n bytes carries.
+func TCPInfoCounters(n int) []string {
+	var out []string
+	for _, c := range tcpInfoCounters {
+		if n >= c.end {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 // parseTCPInfo reads struct tcp_info (linux/tcp.h) by offset, tolerating a
 // kernel that sends a shorter or longer struct.
 func parseTCPInfo(b []byte, s *TCPSocketInfo) {
-	if len(b) < 104 { // up to tcpi_total_retrans
+	if len(b) < tcpiTotalRetransEnd {
 		return
 	}
 	s.HasInfo = true
@@ -184,16 +228,16 @@ func parseTCPInfo(b []byte, s *TCPSocketInfo) {
 	s.SndCwnd = at(80)
 	s.AdvMSS = at(84)
 	s.TotalRetrans = at(100)
-	if len(b) >= 128 {
-		s.BytesAcked = nativeEndian.Uint64(b[120:])
+	if len(b) >= tcpiBytesAcked+8 {
+		s.BytesAcked = nativeEndian.Uint64(b[tcpiBytesAcked:])
 	}
-	if len(b) >= 144 { // bytes_received at 128, then segs_out, segs_in
-		s.SegsOut, s.HasSegsOut = at(136), true
+	if len(b) >= tcpiSegsOutEnd {
+		s.SegsOut, s.HasSegsOut = at(tcpiSegsOut), true
 	}
-	if len(b) >= 220 {
-		s.DSACKDups, s.HasDSACK = at(216), true
+	if len(b) >= tcpiDSACKDupsEnd {
+		s.DSACKDups, s.HasDSACK = at(tcpiDSACKDups), true
 	}
-	if len(b) >= 242 {
-		s.TotalRTO, s.HasTotalRTO = uint32(nativeEndian.Uint16(b[240:])), true
+	if len(b) >= tcpiTotalRTOEnd {
+		s.TotalRTO, s.HasTotalRTO = uint32(nativeEndian.Uint16(b[tcpiTotalRTO:])), true
 	}
 }
