@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -72,11 +74,19 @@ func (h *Handle) ReadSysctl(name string) (string, error) {
 	return NormalizeSysctlValue(string(b)), nil
 }
 
+// ErrNotPerNamespace is wrapped by CheckSysctlWritable's error for a sysctl
+// the kernel keeps once for every namespace, which a namespace other than
+// the initial one therefore cannot set: such a namespace lacks it
+// (net.core.rmem_max, wmem_max, rmem_default, wmem_default on 5.10 and 6.1;
+// net.ipv4.tcp_rmem and most tcp_* on 4.9) or shows the initial namespace's
+// value read-only (net.core.rmem_max & co on 6.18).
+var ErrNotPerNamespace = errors.New("not per-namespace on this kernel")
+
 // CheckSysctlWritable opens a sysctl for writing, as seen from the handle's
 // namespace, and closes it without writing: it fails as a write would for a
-// read-only mount (/proc/sys in a container), a global sysctl that is
-// read-only in a non-initial namespace, or missing permission, and changes
-// nothing.
+// read-only mount (/proc/sys in a container), a global sysctl that a
+// non-initial namespace lacks or shows read-only (the error wraps
+// ErrNotPerNamespace), or missing permission, and changes nothing.
 func (h *Handle) CheckSysctlWritable(name string) error {
 	path, err := h.sysctlPath(name)
 	if err != nil {
@@ -89,18 +99,58 @@ func (h *Handle) CheckSysctlWritable(name string) error {
 		}
 		return f.Close()
 	})
-	if err != nil {
-		return fmt.Errorf("sysctl %s is not writable: %w", name, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if why := h.notPerNamespace(path, err); why != "" {
+		return fmt.Errorf("sysctl %s is %w: %s", name, ErrNotPerNamespace, why)
+	}
+	return fmt.Errorf("sysctl %s is not writable: %w", name, err)
+}
+
+// notPerNamespace explains why the sysctl file at path, which the handle's
+// namespace could not open for writing (openErr), is global, or returns ""
+// when it is not known to be. The kernel registers a per-namespace sysctl in
+// every namespace alike, so one that the agent's own namespace (the host's,
+// normally the initial one) has writable while the handle's namespace lacks
+// it, in a directory it does have, or shows it without any write permission
+// bit, is global. Only a handle on another namespace than the agent's own
+// can compare; the directory check keeps a sysctl of a device the namespace
+// lacks (net.ipv4.conf.eth0.*) from being taken for a global one.
+func (h *Handle) notPerNamespace(path string, openErr error) string {
+	if h.own {
+		return ""
+	}
+	own, err := os.Stat(path) // on this thread: in the agent's own namespace
+	if err != nil || own.Mode().Perm()&0o200 == 0 {
+		return ""
+	}
+	var here os.FileInfo
+	var dirHere bool
+	if err := h.Do(func() error {
+		here, _ = os.Stat(path)
+		_, derr := os.Stat(filepath.Dir(path))
+		dirHere = derr == nil
+		return nil
+	}); err != nil {
+		return ""
+	}
+	switch {
+	case errors.Is(openErr, fs.ErrNotExist) && dirHere:
+		return "this network namespace has no such sysctl, the agent's own namespace has"
+	case errors.Is(openErr, fs.ErrPermission) && here != nil && here.Mode().Perm()&0o222 == 0:
+		return "this network namespace shows the initial namespace's value read-only"
+	}
+	return ""
 }
 
 // WriteSysctl writes value to a sysctl in the handle's namespace and returns
 // the value read back, normalized. The kernel may store something else than
 // was written (clamped or reformatted): compare the result with
-// NormalizeSysctlValue(value). A sysctl that is global and read-only in a
-// non-initial namespace (net.core.rmem_max, ...) fails with a permission
-// error.
+// NormalizeSysctlValue(value). A sysctl that is global fails in a
+// non-initial namespace: with a permission error where the namespace shows
+// it read-only, "no such file" where it lacks it (CheckSysctlWritable tells
+// which, before anything is written).
 func (h *Handle) WriteSysctl(name, value string) (string, error) {
 	path, err := h.sysctlPath(name)
 	if err != nil {
@@ -136,9 +186,14 @@ func (h *Handle) WriteSysctl(name, value string) (string, error) {
 // SsthreshEffective reports whether the kernel uses a route's ssthresh
 // metric in this namespace: it ignores it while
 // net.ipv4.tcp_no_ssthresh_metrics_save is 1 (the default), in which case a
-// caller reports ssthresh as not effective.
+// caller reports ssthresh as not effective. A kernel without that sysctl
+// (4.9: tcp_init_metrics takes the cached ssthresh unconditionally) always
+// uses it.
 func (h *Handle) SsthreshEffective() (bool, error) {
 	v, err := h.ReadSysctl("net.ipv4.tcp_no_ssthresh_metrics_save")
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}

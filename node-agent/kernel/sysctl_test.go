@@ -1,7 +1,11 @@
 package kernel
 
 import (
+	"errors"
+	"io/fs"
+	"net"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -75,7 +79,8 @@ func TestSysctlReadWriteInNamespace(t *testing.T) {
 	if _, err := a.h.WriteSysctl("net.core.somaxconn", "many"); err == nil {
 		t.Error("non-numeric somaxconn accepted")
 	}
-	if _, err := a.h.WriteSysctl("net.ipv4.tcp_congestion_control", "vegas"); err == nil {
+	// A name no kernel has: a kernel with modules would load vegas.
+	if _, err := a.h.WriteSysctl("net.ipv4.tcp_congestion_control", "nosuch"); err == nil {
 		t.Error("unavailable congestion control accepted")
 	}
 	if _, err := a.h.ReadSysctl("net.ipv4.no_such_thing"); err == nil {
@@ -86,38 +91,80 @@ func TestSysctlReadWriteInNamespace(t *testing.T) {
 	}
 }
 
-// TestGlobalSysctlsInNamespace documents which sysctls are not per
-// namespace: net.core.rmem_max & co are read-only mirrors of the host's
-// values in a non-initial namespace (checked by mode, nothing is written).
+// TestGlobalSysctlsInNamespace: net.core.rmem_max, wmem_max, rmem_default
+// and wmem_default are kept once for every namespace. A non-initial
+// namespace lacks them (5.10, 6.1) or shows the host's values read-only
+// (6.18); the test says which this kernel does, and either way
+// CheckSysctlWritable refuses them in the namespace as not per-namespace,
+// naming them, while the host has them writable. Nothing is written.
 func TestGlobalSysctlsInNamespace(t *testing.T) {
 	a := newTestNS(t)
 	host := hostHandle(t)
 	for _, name := range []string{"net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default"} {
-		path, _ := SysctlPath(name)
-		var mode os.FileMode
-		if err := a.h.Do(func() error {
-			fi, err := os.Stat(path)
-			if err == nil {
-				mode = fi.Mode().Perm()
-			}
-			return err
-		}); err != nil {
-			t.Fatalf("%s in namespace: %v", name, err)
-		}
-		if mode&0o222 != 0 {
-			t.Errorf("%s is writable (%v) in a namespace: it may be per-namespace on this kernel", name, mode)
-		}
-		nsv, err := a.h.ReadSysctl(name)
-		if err != nil {
-			t.Fatal(err)
-		}
 		hv, err := host.ReadSysctl(name)
 		if err != nil {
+			t.Fatalf("host: %v", err)
+		}
+		path, _ := SysctlPath(name)
+		var fi os.FileInfo
+		var statErr error
+		if err := a.h.Do(func() error {
+			fi, statErr = os.Stat(path)
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if nsv != hv {
-			t.Errorf("%s: namespace %q, host %q", name, nsv, hv)
+		switch {
+		case errors.Is(statErr, fs.ErrNotExist):
+			t.Logf("%s: absent in a non-initial namespace on this kernel", name)
+			if v, err := a.h.ReadSysctl(name); err == nil {
+				t.Errorf("%s read in the namespace (%q) though stat found no file", name, v)
+			}
+		case statErr != nil:
+			t.Fatalf("%s in the namespace: %v", name, statErr)
+		default:
+			t.Logf("%s: in a non-initial namespace with mode %v on this kernel", name, fi.Mode().Perm())
+			if fi.Mode().Perm()&0o222 != 0 {
+				t.Errorf("%s is writable (%v) in a namespace: it may be per-namespace on this kernel", name, fi.Mode().Perm())
+			}
+			if nsv, err := a.h.ReadSysctl(name); err != nil || nsv != hv {
+				t.Errorf("%s: namespace %q (%v), host %q", name, nsv, err, hv)
+			}
 		}
+		err = a.h.CheckSysctlWritable(name)
+		t.Logf("check in the namespace: %v", err)
+		if !errors.Is(err, ErrNotPerNamespace) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not per-namespace on this kernel") {
+			t.Errorf("%s in the namespace: %v, want it refused as not per-namespace, by name", name, err)
+		}
+		if err := host.CheckSysctlWritable(name); err != nil {
+			t.Errorf("%s on the host: %v", name, err)
+		}
+		if v, _ := host.ReadSysctl(name); v != hv {
+			t.Errorf("host %s changed: %q -> %q", name, hv, v)
+		}
+	}
+
+	// Not taken for global: a per-namespace sysctl, one this kernel lacks,
+	// one of a device only the host has.
+	if err := a.h.CheckSysctlWritable("net.core.somaxconn"); err != nil {
+		t.Errorf("somaxconn in the namespace: %v", err)
+	}
+	if err := a.h.CheckSysctlWritable("net.core.no_such_thing"); err == nil || errors.Is(err, ErrNotPerNamespace) {
+		t.Errorf("missing sysctl: %v, want an error other than not per-namespace", err)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if i.Name == "lo" || strings.ContainsAny(i.Name, ".") {
+			continue
+		}
+		name := "net.ipv4.conf." + i.Name + ".rp_filter"
+		if err := a.h.CheckSysctlWritable(name); err == nil || errors.Is(err, ErrNotPerNamespace) {
+			t.Errorf("%s (a device the namespace lacks): %v, want an error other than not per-namespace", name, err)
+		}
+		break
 	}
 	if _, err := a.h.ReadSysctl("net.core.netdev_max_backlog"); err == nil {
 		t.Log("net.core.netdev_max_backlog is visible in a namespace on this kernel")
@@ -143,4 +190,15 @@ func TestSsthreshEffective(t *testing.T) {
 		t.Fatalf("available congestion controls: %v, %v", cc, err)
 	}
 	t.Logf("available congestion controls: %v", cc)
+
+	// A kernel without the sysctl (4.9) always uses the route's ssthresh:
+	// seen through a sysctl root that lacks it.
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/net/ipv4", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a.h.SysctlRoot = root
+	if eff, err := a.h.SsthreshEffective(); err != nil || !eff {
+		t.Errorf("without tcp_no_ssthresh_metrics_save: %v, %v", eff, err)
+	}
 }
