@@ -1,9 +1,11 @@
 package kernel
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
@@ -56,21 +58,81 @@ func (s InterfaceState) Settings() LinkSettings {
 
 // ReadInterface returns the state of interface name, offloads included.
 func (h *Handle) ReadInterface(name string) (InterfaceState, error) {
-	l, err := h.link.LinkByName(name)
+	s, err := h.readLink(name)
 	if err != nil {
-		return InterfaceState{}, fmt.Errorf("interface %q: %w", name, err)
-	}
-	a := l.Attrs()
-	s := InterfaceState{
-		Name: a.Name, Index: a.Index, MTU: a.MTU,
-		Up:        a.Flags&net.FlagUp != 0,
-		Carrier:   a.RawFlags&unix.IFF_LOWER_UP != 0,
-		OperState: a.OperState.String(),
+		return InterfaceState{}, err
 	}
 	if s.Offloads, err = h.ReadOffloads(name); err != nil {
 		return InterfaceState{}, err
 	}
 	return s, nil
+}
+
+// readLink returns the state of interface name without its offloads (one
+// netlink request, no ethtool socket).
+func (h *Handle) readLink(name string) (InterfaceState, error) {
+	l, err := h.link.LinkByName(name)
+	if err != nil {
+		return InterfaceState{}, fmt.Errorf("interface %q: %w", name, err)
+	}
+	a := l.Attrs()
+	return InterfaceState{
+		Name: a.Name, Index: a.Index, MTU: a.MTU,
+		Up:        a.Flags&net.FlagUp != 0,
+		Carrier:   a.RawFlags&unix.IFF_LOWER_UP != 0,
+		OperState: a.OperState.String(),
+	}, nil
+}
+
+// Settled reports whether the interface's operational state agrees with its
+// flags. The kernel changes the carrier flag (IFF_LOWER_UP) at once, but
+// the operational state later, from its link watch work: only then does a
+// device that regained carrier transmit again (its qdisc is re-activated by
+// the same work) and do routes over it lose their linkdown mark. The work
+// waits up to a second for an event the kernel deems not urgent (a NIC's
+// carrier is one); 5.10 and 6.1 kernels showed a veth "up" without carrier
+// for about 2 s after its peer went down.
+func (s InterfaceState) Settled() bool {
+	switch s.OperState {
+	case "up":
+		return s.Up && s.Carrier
+	case "down", "lower-layer-down":
+		return !s.Up || !s.Carrier
+	}
+	// No operational state to lag (unknown: lo, tun), or one that is not
+	// derived from the carrier alone (dormant, testing, not-present).
+	return true
+}
+
+// Running reports whether the interface passes traffic: administratively
+// up, with carrier, and the kernel has acted on the carrier (operational
+// state up, or unknown for a device that keeps none).
+func (s InterfaceState) Running() bool {
+	return s.Up && s.Carrier && (s.OperState == "up" || s.OperState == "unknown")
+}
+
+// linkPoll is how often WaitInterface reads the link.
+const linkPoll = 20 * time.Millisecond
+
+// WaitInterface reads interface name until ready holds for its state (e.g.
+// InterfaceState.Settled, or InterfaceState.Running) or within has passed,
+// and returns the last state read, offloads left unknown: a state read
+// right after a change of the link, or of its peer, may not have settled
+// (see Settled). It returns early with an error when the interface cannot
+// be read or ctx ends.
+func (h *Handle) WaitInterface(ctx context.Context, name string, within time.Duration, ready func(InterfaceState) bool) (InterfaceState, error) {
+	deadline := time.Now().Add(within)
+	for {
+		s, err := h.readLink(name)
+		if err != nil || ready(s) || !time.Now().Before(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("interface %q: %w", name, ctx.Err())
+		case <-time.After(min(linkPoll, time.Until(deadline))):
+		}
+	}
 }
 
 // SetMTU sets the MTU of interface name (RTM_NEWLINK) and returns the MTU
