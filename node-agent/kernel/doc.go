@@ -48,14 +48,37 @@
 //   - A route's congctl may name an algorithm that is not in
 //     net.ipv4.tcp_allowed_congestion_control (e.g. cubic), which a
 //     namespace cannot make its default; an algorithm the kernel lacks is
-//     refused with EINVAL.
+//     refused with EINVAL. A kernel with modules (Debian's, NVIDIA's L4T)
+//     first tries to load tcp_<name>, for a writer with CAP_NET_ADMIN, as
+//     it does for setsockopt(TCP_CONGESTION): an algorithm missing from
+//     net.ipv4.tcp_available_congestion_control may still be accepted
+//     ([Handle.LoadCongestionControl] asks for it without a route).
 //   - ssthresh from a route is ignored while net.ipv4.tcp_no_ssthresh_metrics_save
 //     is 1 (the default); see [Handle.SsthreshEffective].
+//   - The operational state of a link follows its carrier late (see
+//     [InterfaceState.Settled]): a state read right after a change of the
+//     link or of its peer is read with [Handle.WaitInterface].
+//
+// # Features
+//
+// What a kernel provides is learned by trying it, not from its version
+// ([Handle.ProbeFeatures]): the vehicles run NVIDIA's 4.9, 5.10 and 5.15
+// kernels, which backport. Which tcp_info counters a kernel reports follows
+// from the length of its struct tcp_info ([TCPInfoCounters]).
 //
 // # Namespaces and sysctls
 //
-// Some sysctls are global even when read in a namespace: in a non-initial
-// namespace net.core.rmem_max, wmem_max, rmem_default and wmem_default are
-// read-only mirrors of the host's values, and net.core.netdev_* do not exist.
-// net.ipv4.tcp_* and net.core.somaxconn are per namespace.
+// Some sysctls are global: the kernel keeps one value for every namespace
+// and registers them in the initial namespace only. A non-initial
+// namespace lacks them (net.core.rmem_max, wmem_max, rmem_default,
+// wmem_default and net.core.netdev_* on 5.10 and 6.1; on 4.9 also
+// net.ipv4.tcp_rmem, tcp_wmem, tcp_mem, tcp_congestion_control,
+// tcp_available_congestion_control and most other tcp_*) or shows the
+// initial namespace's value read-only (net.core.rmem_max & co on 6.18). A
+// handle on a namespace other than the agent's own tells such a sysctl
+// from a missing one ([Handle.CheckSysctlWritable], [ErrNotPerNamespace]),
+// and the agent refuses a spec that names one before changing anything.
+// net.core.somaxconn is per namespace, and so are the net.ipv4.tcp_* the
+// tests write (tcp_rmem, tcp_wmem, tcp_no_metrics_save,
+// tcp_congestion_control) on the 5.10, 6.1 and 6.18 kernels they run on.
 package kernel
