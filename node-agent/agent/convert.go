@@ -112,3 +112,24 @@ func interfaceTuning(s kernel.InterfaceState) v1alpha1.InterfaceTuning {
 	mtu := int32(s.MTU)
 	return v1alpha1.InterfaceTuning{Name: s.Name, MTU: &mtu, GRO: s.Offloads.GRO, GSO: s.Offloads.GSO, TSO: s.Offloads.TSO}
 }
+
+// Bounds of v1alpha1.KernelFeatures' lists: a longer list would make the API
+// server refuse the whole status patch.
+const (
+	maxTCPInfoCounters    = 16
+	maxCongestionControls = 32
+	maxCongestionName     = 32
+)
+
+// kernelFeatures is the API report of what the kernel layer probed, within
+// the API's bounds.
+func kernelFeatures(f kernel.Features) *v1alpha1.KernelFeatures {
+	k := &v1alpha1.KernelFeatures{Release: f.Release, Machine: f.Machine}
+	k.TCPInfoCounters = append([]string(nil), f.TCPInfoCounters[:min(len(f.TCPInfoCounters), maxTCPInfoCounters)]...)
+	for _, cc := range f.CongestionControls {
+		if len(k.CongestionControls) < maxCongestionControls && len(cc) <= maxCongestionName {
+			k.CongestionControls = append(k.CongestionControls, cc)
+		}
+	}
+	return k
+}

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +105,33 @@ func TestLinkSettingsRoundTrip(t *testing.T) {
 	}
 	if back := linkSettings(it); *back.MTU != 9000 || *back.Offloads.GSO {
 		t.Errorf("round trip = %+v", back)
+	}
+}
+
+// TestKernelFeatures: the kernel layer names its tcp_info counters as the
+// API does, and the report stays within the API's bounds (a longer list
+// would make the API server refuse the whole status).
+func TestKernelFeatures(t *testing.T) {
+	all := kernel.TCPInfoCounters(1 << 10)
+	api := []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut, v1alpha1.CounterDSACKDups, v1alpha1.CounterTotalRTO}
+	if !slices.Equal(all, api) {
+		t.Errorf("kernel counters %v, API counters %v", all, api)
+	}
+
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf("cc%d", i))
+	}
+	long := strings.Repeat("x", 33)
+	k := kernelFeatures(kernel.Features{Release: "5.10.216-tegra", Machine: "aarch64", TCPInfoBytes: 232,
+		TCPInfoCounters: kernel.TCPInfoCounters(232), CongestionControls: append([]string{"cubic", long}, many...)})
+	if k.Release != "5.10.216-tegra" || k.Machine != "aarch64" || !slices.Equal(k.TCPInfoCounters, api[:3]) {
+		t.Errorf("report %+v", k)
+	}
+	if len(k.CongestionControls) != 32 || k.CongestionControls[0] != "cubic" || slices.Contains(k.CongestionControls, long) {
+		t.Errorf("%d congestion controls %v: want 32, cubic first, none over 32 characters", len(k.CongestionControls), k.CongestionControls)
+	}
+	if !k.Provides(v1alpha1.CounterDSACKDups) || k.Provides(v1alpha1.CounterTotalRTO) {
+		t.Errorf("a 5.10 report provides %v", k.TCPInfoCounters)
 	}
 }

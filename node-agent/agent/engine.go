@@ -123,16 +123,16 @@ type plan struct {
 }
 
 // Preflight checks that target can be applied to this host in full, without
-// touching anything: every value converts, every device exists, every
-// congestion control is available, every sysctl exists.
+// touching its network: every value converts, every device exists, every
+// congestion control is there, every sysctl exists and is the namespace's
+// own. A congestion control that is not loaded is asked for once
+// (Host.LoadCongestionControl): a kernel that builds it as a module loads it
+// then, as it would when the route is written, and a refusal would be wrong.
 func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpec, error) {
 	var errs []error
-	available, err := e.Host.AvailableCongestionControls()
-	if err != nil {
-		return nil, err
-	}
 	routes := make([]kernel.RouteSpec, 0, len(target.Routes))
 	devices := map[string]error{} // each device checked once
+	ccs := congestionControls{host: e.Host, log: e.Log}
 	for _, r := range target.Routes {
 		rs, err := routeSpec(r)
 		if err != nil {
@@ -149,12 +149,22 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 				errs = append(errs, fmt.Errorf("route %s: device %s does not exist", r.Destination, r.Device))
 			}
 		}
-		if cc := r.Parameters.CongestionControl; cc != nil && !slices.Contains(available, string(*cc)) {
-			errs = append(errs, fmt.Errorf("route %s: congestion control %q is not available on this host (have %v)", r.Destination, *cc, available))
+		if cc := r.Parameters.CongestionControl; cc != nil {
+			if err := ccs.require(string(*cc)); err != nil {
+				errs = append(errs, fmt.Errorf("route %s: %w", r.Destination, err))
+			}
 		}
 		routes = append(routes, rs)
 	}
 	for _, s := range target.Sysctls {
+		// A global sysctl is refused whatever its value: the namespace
+		// lacks it or shows it read-only (the write, and the restore of a
+		// snapshot, would fail), and it is not the namespace's to tune.
+		werr := e.Host.CheckSysctlWritable(s.Name)
+		if errors.Is(werr, kernel.ErrNotPerNamespace) {
+			errs = append(errs, werr)
+			continue
+		}
 		cur, err := e.Host.ReadSysctl(s.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sysctl %s: %w", s.Name, err))
@@ -162,10 +172,8 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 		}
 		// A value that must change must be writable: found now, nothing is
 		// touched; found halfway, the snapshot could not be restored either.
-		if cur != kernel.NormalizeSysctlValue(s.Value) {
-			if err := e.Host.CheckSysctlWritable(s.Name); err != nil {
-				errs = append(errs, err)
-			}
+		if cur != kernel.NormalizeSysctlValue(s.Value) && werr != nil {
+			errs = append(errs, werr)
 		}
 	}
 	for _, i := range target.Interfaces {
@@ -174,6 +182,46 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 		}
 	}
 	return routes, errors.Join(errs...)
+}
+
+// congestionControls checks the congestion controls of one preflight
+// against the host's, reading the host's list only when a route names one:
+// a namespace of a 4.9 kernel has no tcp_available_congestion_control of
+// its own, and a spec without congestion controls must not need it.
+type congestionControls struct {
+	host      *kernel.Handle
+	log       logr.Logger
+	available []string
+	read      bool
+}
+
+// require returns nil when the kernel has cc, loading it if it can, or an
+// error naming cc and listing what the kernel has.
+func (c *congestionControls) require(cc string) error {
+	if !c.read {
+		available, err := c.host.AvailableCongestionControls()
+		if err != nil {
+			return fmt.Errorf("congestion control %q: %w", cc, err)
+		}
+		c.available, c.read = available, true
+	}
+	if slices.Contains(c.available, cc) {
+		return nil
+	}
+	loadErr := c.host.LoadCongestionControl(cc)
+	available, err := c.host.AvailableCongestionControls()
+	if err != nil {
+		return fmt.Errorf("congestion control %q: %w", cc, err)
+	}
+	c.available = available
+	if slices.Contains(available, cc) {
+		c.log.Info("congestion control loaded on demand", "algorithm", cc, "available", available)
+		return nil
+	}
+	if loadErr == nil {
+		loadErr = errors.New("the kernel accepted it on a socket but does not list it")
+	}
+	return fmt.Errorf("congestion control %q is not available on this host (have %v): %w", cc, available, loadErr)
 }
 
 // Apply applies target as one transaction. The host ends either in target
@@ -308,11 +356,13 @@ func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, reason string) s
 	for _, r := range target.Routes {
 		if r.Device != "" && !devices[r.Device] {
 			devices[r.Device] = true
-			st, err := e.Host.ReadInterface(r.Device)
+			// The link may have changed a moment ago: judge it once its
+			// operational state agrees with its carrier.
+			st, err := e.Host.WaitInterface(context.Background(), r.Device, LinkSettle, kernel.InterfaceState.Settled)
 			if err != nil {
 				return fmt.Sprintf("interface %s: %v", r.Device, err)
 			}
-			if !st.Up || !st.Carrier {
+			if !st.Running() {
 				return fmt.Sprintf("interface %s is down (%s)", r.Device, st.OperState)
 			}
 		}

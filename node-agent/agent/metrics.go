@@ -139,7 +139,7 @@ func newSpecCollector(l MetricLabels, engine *Engine) *specCollector {
 		sockets: desc("nettune_tcp_sockets", "TCP sockets to the destination."),
 		retrans: desc("nettune_tcp_retrans_segments_total", "Segments retransmitted to the destination (tcpi_total_retrans)."+accumulatedHelp),
 		rtos:    desc("nettune_tcp_rto_timeouts_total", "Retransmission timeouts of the connections to the destination (tcpi_total_rto; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min."+accumulatedHelp),
-		dsack:   desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 5.10+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
+		dsack:   desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 4.19+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
 		segsOut: desc("nettune_tcp_segments_out_total", "Segments sent to the destination (tcpi_segs_out: in MSS units, retransmissions and pure ACKs included; Linux 4.2+), the denominator of the guards."+accumulatedHelp),
 	}
 }

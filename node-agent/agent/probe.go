@@ -21,7 +21,7 @@ type Prober interface {
 
 // LocalProber checks, after an apply:
 //   - every device the spec routes over (and every tuned interface) is up
-//     with carrier;
+//     with carrier and passes traffic, within LinkWait;
 //   - a TCP connect to every peer with a probe port succeeds;
 //   - RTO timeouts on the host did not surge while the probe ran.
 type LocalProber struct {
@@ -34,7 +34,18 @@ type LocalProber struct {
 	Window time.Duration
 	// MaxTimeouts is the most RTO timeouts tolerated during Window. Default 50.
 	MaxTimeouts uint64
+	// LinkWait bounds the wait for a link to pass traffic. Default
+	// LinkSettle: the kernel acts on a carrier change late (see
+	// kernel.InterfaceState.Settled), and an MTU or offload change makes
+	// some NIC drivers reset the link, so a link read at once may still be
+	// coming back.
+	LinkWait time.Duration
 }
+
+// LinkSettle is how long the agent waits for a link's state to settle after
+// a change: the kernel updates a link's operational state up to a second
+// after its carrier, and 5.10 and 6.1 kernels took about 2 s.
+const LinkSettle = 3 * time.Second
 
 // DefaultConnectTimeout is LocalProber's default ConnectTimeout.
 const DefaultConnectTimeout = 3 * time.Second
@@ -48,6 +59,9 @@ func (p LocalProber) defaults() LocalProber {
 	}
 	if p.MaxTimeouts == 0 {
 		p.MaxTimeouts = 50
+	}
+	if p.LinkWait == 0 {
+		p.LinkWait = LinkSettle
 	}
 	return p
 }
@@ -72,13 +86,13 @@ func (p LocalProber) Probe(ctx context.Context, host *kernel.Handle, spec v1alph
 		devices[i.Name] = true
 	}
 	for d := range devices {
-		st, err := host.ReadInterface(d)
+		st, err := host.WaitInterface(ctx, d, p.LinkWait, kernel.InterfaceState.Running)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !st.Up || !st.Carrier {
-			errs = append(errs, fmt.Errorf("link %s is down (up=%t carrier=%t oper=%s)", d, st.Up, st.Carrier, st.OperState))
+		if !st.Running() {
+			errs = append(errs, fmt.Errorf("link %s is down (up=%t carrier=%t oper=%s after %s)", d, st.Up, st.Carrier, st.OperState, p.LinkWait))
 		}
 	}
 

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
 )
 
 // CacheOptions restricts the manager's cache to the node's own
@@ -77,6 +78,12 @@ type Reconciler struct {
 	Metrics  *Metrics
 	// Events, when set, receives every apply outcome and drift repair.
 	Events EventSink
+	// Kernel, when set, is what the host's kernel provides, probed once at
+	// start-up (Host.ProbeFeatures); every status report carries it
+	// (status.kernel), its congestion controls re-read at each report
+	// (an apply may have loaded one; kept as probed when they cannot be
+	// read).
+	Kernel *kernel.Features
 
 	// Now is the clock of the status' heartbeat (time.Now when nil).
 	Now func() time.Time
@@ -281,6 +288,13 @@ func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.Nod
 	r.mu.Lock()
 	st.DriftRepairs = r.driftRepairs
 	r.mu.Unlock()
+	if r.Kernel != nil {
+		f := *r.Kernel
+		if cc, err := r.Engine.Host.AvailableCongestionControls(); err == nil {
+			f.CongestionControls = cc
+		}
+		st.Kernel = kernelFeatures(f)
+	}
 
 	gen := nnt.Generation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,7 +258,11 @@ func rtNewAgent(t *testing.T, cp *localcp.ControlPlane, h *rtHost, node string) 
 	}
 	e := &Engine{Host: h.handle, Store: st, Probes: LocalProber{Window: 50 * time.Millisecond}, Log: log.WithName("engine")}
 	a := &rtAgent{node: node, host: h, engine: e, cp: cp, reg: prometheus.NewRegistry()}
-	a.rec = &Reconciler{Engine: e, NodeName: node, Heartbeat: rtHeartbeat, Resync: rtResync, Kick: make(chan event.GenericEvent, 1)}
+	features, err := h.handle.ProbeFeatures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.rec = &Reconciler{Engine: e, NodeName: node, Heartbeat: rtHeartbeat, Resync: rtResync, Kick: make(chan event.GenericEvent, 1), Kernel: &features}
 	a.rec.Metrics = NewMetrics(a.reg, node, e)
 	return a
 }
@@ -546,6 +551,13 @@ func TestAgentAppliesItsNodeNetTuningAndReportsStatus(t *testing.T) {
 	}
 	if committed.Revision != "r1" {
 		t.Errorf("last-known-good revision %q, want r1", committed.Revision)
+	}
+	// status.kernel, through the API server (and its bounds): the features
+	// probed at start-up.
+	if k, f := nnt.Status.Kernel, a.rec.Kernel; k == nil || k.Release != f.Release || k.Machine != f.Machine ||
+		!slices.Equal(k.TCPInfoCounters, f.TCPInfoCounters) || !slices.Equal(k.CongestionControls, f.CongestionControls) ||
+		!k.Provides(v1alpha1.CounterSegsOut) {
+		t.Errorf("status.kernel %+v, probed %+v", k, f)
 	}
 	ev := rtWaitEvent(t, cp.Client, a.node, "Applied")
 	if ev.Type != "Normal" || ev.ReportingController != rtRecorder || !strings.Contains(ev.Note, "r1") {
