@@ -116,6 +116,15 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 	now := func() time.Time { return time.Now().Add(o.clockSkew) }
 	e.Now = now
+	// What the kernel provides, learned once by trying it: the status
+	// carries it, so that analyses skip a counter a vehicle's kernel lacks.
+	features, err := e.Host.ProbeFeatures()
+	if err != nil {
+		log.Error(err, "probing the kernel's features: reporting what was learned")
+	}
+	log.Info("kernel features", "release", features.Release, "machine", features.Machine,
+		"tcpInfoBytes", features.TCPInfoBytes, "tcpInfoCounters", features.TCPInfoCounters,
+		"congestionControls", features.CongestionControls)
 
 	// What is started below ends with runCtx, and runAgent waits for it;
 	// the Loki shipper ends last (shipCtx), pushing or writing to disk what
@@ -208,7 +217,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		})
 	}
 
-	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now}
+	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now, Kernel: &features}
 	// The agent's own metrics carry the vehicle as well as the node, and its
 	// TCP metrics the host too, like the probe's: dashboards select them by
 	// vehicle with or without the latency probe, and analyses group the TCP
