@@ -1,4 +1,12 @@
-// Package controllers holds the nettune reconcilers.
+// Package controllers wires the nettune reconcilers into a manager
+// (Setup, Options): the profile reconciler (controllers/profile), the node
+// renderer (controllers/noderender) and the experiment reconciler
+// (controllers/experiment), with the state they share (the renderer's
+// findings, the agents' liveness). It decides nothing and reads nothing
+// itself; its tests run the wired reconcilers against a real API server
+// (suite_test.go).
+//
+// The RBAC markers below cover every reconciler under controllers/.
 //
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningprofiles,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=nettune.io,resources=nettuningexperiments,verbs=get;list;watch;update;patch

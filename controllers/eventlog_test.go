@@ -33,12 +33,13 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
-// memLog keeps the lines of a controllers.EventLog.
+// memLog keeps the lines of a eventlog.Log.
 type memLog struct {
 	mu    sync.Mutex
 	lines []memLine
@@ -48,7 +49,7 @@ type memLine struct {
 	labels map[string]string
 	at     time.Time
 	raw    string
-	line   controllers.RolloutEventLine
+	line   eventlog.RolloutLine
 }
 
 func (m *memLog) Add(labels map[string]string, at time.Time, line string) {
@@ -68,7 +69,7 @@ func (m *memLog) all() []memLine {
 }
 
 // teeLog writes to every log.
-type teeLog []controllers.EventLog
+type teeLog []eventlog.Log
 
 func (t teeLog) Add(labels map[string]string, at time.Time, line string) {
 	for _, l := range t {
@@ -77,18 +78,18 @@ func (t teeLog) Add(labels map[string]string, at time.Time, line string) {
 }
 
 // startControllerWithLog runs one controller replica with an event log.
-func (e *fleetEnv) startControllerWithLog(log controllers.EventLog) {
+func (e *fleetEnv) startControllerWithLog(log eventlog.Log) {
 	t := e.t
 	t.Helper()
 	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &controllers.ProfileReconciler{
+	opts := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: revisionNS, SkipNameValidation: true, EventLog: log,
 	}
-	if err := controllers.SetupAll(mgr, rec); err != nil {
+	if err := controllers.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -157,7 +158,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	byEvent := map[string][]controllers.RolloutEventLine{}
+	byEvent := map[string][]eventlog.RolloutLine{}
 	for _, l := range lines {
 		if want := map[string]string{"job": "nettune-controller", "profile": "xavier-lan"}; !maps.Equal(l.labels, want) {
 			t.Errorf("line %s has labels %v, want %v", l.raw, l.labels, want)
@@ -167,7 +168,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 		}
 		byEvent[l.line.Event] = append(byEvent[l.line.Event], l.line)
 	}
-	find := func(event, revision string) *controllers.RolloutEventLine {
+	find := func(event, revision string) *eventlog.RolloutLine {
 		for i, l := range byEvent[event] {
 			if l.Revision == revision {
 				return &byEvent[event][i]

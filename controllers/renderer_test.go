@@ -45,24 +45,27 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetcache"
+	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/render"
 )
 
-// startRenderer runs the NodeRenderer alone: the test plays the profile
+// startRenderer runs the node renderer alone: the test plays the profile
 // reconciler by writing status.assignments itself.
-func (e *fleetEnv) startRenderer() *controllers.RenderReports {
+func (e *fleetEnv) startRenderer() *noderender.Reports {
 	t := e.t
 	t.Helper()
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(revisionNS)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports := controllers.NewRenderReports()
+	reports := noderender.NewReports()
 	go func() {
 		for range reports.Changes {
 		}
 	}()
-	n := &controllers.NodeRenderer{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
+	n := &noderender.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: revisionNS, Reports: reports, SkipNameValidation: true}
 	if err := n.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -173,7 +176,7 @@ func (w *renderWorld) fullRender() (map[string]v1alpha1.NodeNetTuningSpec, error
 			if v == "" || !sel.Matches(labels.Set(n.Labels)) {
 				continue
 			}
-			if rev := controllers.AssignmentsByVehicle(p.Status.Assignments)[v]; rev != "" {
+			if rev := fleetmodel.AssignmentsByVehicle(p.Status.Assignments)[v]; rev != "" {
 				inputs = append(inputs, render.Input{Profile: p.Name, Revision: rev, Spec: w.contents[rev]})
 			}
 		}
@@ -222,7 +225,7 @@ func (w *renderWorld) waitConverged(what string) {
 	t.Fatalf("after %s, %d node(s) differ from a full render after 60s:\n  %s", what, len(diffs), strings.Join(diffs, "\n  "))
 }
 
-// TestIncrementalRenderMatchesFullRender: the NodeRenderer re-renders only
+// TestIncrementalRenderMatchesFullRender: the node renderer re-renders only
 // the nodes an event can change; after random fleets and random edits
 // (assignments moved, addresses and devices changed, hosts moved between
 // vehicles, profiles added and deleted, NodeNetTunings deleted or their
@@ -496,7 +499,7 @@ func editNode(t *testing.T, e *fleetEnv, name string, f func(*corev1.Node)) {
 func TestStatusConflictAnnouncesOnce(t *testing.T) {
 	e := startCluster(t)
 	e.addVehicles("xavier", "av-01", "av-02")
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(revisionNS)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,9 +511,9 @@ func TestStatusConflictAnnouncesOnce(t *testing.T) {
 		}
 		return nil
 	}}
-	rec := &controllers.ProfileReconciler{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+	opts := controllers.Options{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true}
-	if err := controllers.SetupAll(mgr, rec); err != nil {
+	if err := controllers.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -29,11 +29,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
-// TestRenderWorkers: SetupAll gives the node renderer r.RenderWorkers
-// workers, DefaultRenderWorkers when 0, as the started controller reports
+// TestRenderWorkers: Setup gives the node renderer Options.RenderWorkers
+// workers, noderender.DefaultWorkers when 0, as the started controller reports
 // in controller_runtime_max_concurrent_reconciles.
 func TestRenderWorkers(t *testing.T) {
 	cp, err := localcp.Start(t.TempDir())
@@ -45,14 +46,14 @@ func TestRenderWorkers(t *testing.T) {
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: revisionNS}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ set, want int }{{7, 7}, {0, controllers.DefaultRenderWorkers}} {
+	for _, tc := range []struct{ set, want int }{{7, 7}, {0, noderender.DefaultWorkers}} {
 		mgr, err := ctrl.NewManager(rest.CopyConfig(cp.Config), ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := &controllers.ProfileReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		opts := controllers.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true, RenderWorkers: tc.set}
-		if err := controllers.SetupAll(mgr, rec); err != nil {
+		if err := controllers.Setup(mgr, opts); err != nil {
 			t.Fatal(err)
 		}
 		mctx, cancel := context.WithCancel(ctx)

@@ -75,7 +75,7 @@ func newLokiFleet(t *testing.T) (*fleetEnv, *testenv.Loki) {
 
 func assertAllNodes(t *testing.T, e *fleetEnv, rev string) {
 	t.Helper()
-	// The NodeRenderer writes the nodes after the profile's status records
+	// The node renderer writes the nodes after the profile's status records
 	// the decision (two controllers): on a loaded machine that takes a
 	// moment, so wait for it, up to 30 s.
 	revs := e.nodeRevisions("xavier-lan")

@@ -43,6 +43,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/fleetcache"
+	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -91,7 +94,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that only one replica acts")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 200, "requests per second to the API server, sustained (client-go's default of 20 writes 5,000 NodeNetTunings in over 4 minutes)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 400, "requests to the API server in a burst")
-	fs.IntVar(&o.RenderWorkers, "render-workers", controllers.DefaultRenderWorkers, "NodeNetTunings rendered and written at once: each waits for the API server's answer to its write, so a loaded API server needs more in flight (at 5,000 nodes on 2 cores, 16 moved 2,500 nodes back in 19.5 s against 25.0 s with 4; docs/bench-scale-notes.md)")
+	fs.IntVar(&o.RenderWorkers, "render-workers", noderender.DefaultWorkers, "NodeNetTunings rendered and written at once: each waits for the API server's answer to its write, so a loaded API server needs more in flight (at 5,000 nodes on 2 cores, 16 moved 2,500 nodes back in 19.5 s against 25.0 s with 4; docs/bench-scale-notes.md)")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "namespace of the leader election lease")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace holding the profiles' revisions (ControllerRevisions)")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
@@ -160,7 +163,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:              "nettune-controller.nettune.io",
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(o.Namespace),
+		Cache:                         fleetcache.Options(o.Namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -171,10 +174,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	r := &controllers.ProfileReconciler{
+	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, RenderWorkers: o.RenderWorkers,
-		Queriers: controllers.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
+		Queriers: analysis.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
 	}
 	shipper, err := newEventShipper(o, metrics.Registry, ctrl.Log.WithName("loki"))
 	if err != nil {
@@ -194,9 +197,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			cancelShip()
 			<-shipped
 		}()
-		r.EventLog = shipper
+		setup.EventLog = shipper
 	}
-	if err := controllers.SetupAll(mgr, r); err != nil {
+	if err := controllers.Setup(mgr, setup); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	// The revisions' namespace must exist; say so early rather than at the

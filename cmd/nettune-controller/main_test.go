@@ -25,7 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
@@ -82,8 +82,8 @@ func TestEventShipperFlags(t *testing.T) {
 // TestRenderWorkersFlag: --render-workers defaults to the renderer's
 // default and is read as given.
 func TestRenderWorkersFlag(t *testing.T) {
-	if o := parse(t); o.RenderWorkers != controllers.DefaultRenderWorkers {
-		t.Errorf("default --render-workers %d, want %d", o.RenderWorkers, controllers.DefaultRenderWorkers)
+	if o := parse(t); o.RenderWorkers != noderender.DefaultWorkers {
+		t.Errorf("default --render-workers %d, want %d", o.RenderWorkers, noderender.DefaultWorkers)
 	}
 	if o := parse(t, "--render-workers", "3"); o.RenderWorkers != 3 {
 		t.Errorf("--render-workers 3 read as %d", o.RenderWorkers)

@@ -1,8 +1,3 @@
-// Package experiment holds the pure parts of a NetTuningExperiment: how a
-// variant patches the base profile, how vehicles are drawn into cohorts
-// stratified by hardware model, and how the arms are ranked against the
-// control. The controller (controllers.ExperimentReconciler) and the
-// kubectl plugin use them; nothing here reads the cluster.
 package experiment
 
 import (

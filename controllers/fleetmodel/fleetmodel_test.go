@@ -164,7 +164,7 @@ func TestRevisionNameIgnoresTheRollout(t *testing.T) {
 // BenchmarkPlanFleet is one profile reconcile's decision over a
 // 30,000-node fleet (6,000 vehicles of 5 nodes) in the middle of a staged
 // rollout: the selection, the observation of every node's report and the
-// planner, as ProfileReconciler.plan runs them. It reports the time and the
+// planner, as the profile reconciler's plan runs them. It reports the time and the
 // allocations of one decision (go test ./controllers/fleetmodel -run '^$'
 // -bench PlanFleet -benchmem).
 func BenchmarkPlanFleet(b *testing.B) {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package fleetcache
 
 import (
 	"encoding/json"
@@ -115,7 +115,7 @@ func TestTrimForCache(t *testing.T) {
 		!reflect.DeepEqual(tr.Spec.Profiles, rendered.Spec.Profiles) {
 		t.Fatalf("rendered spec not trimmed to its revision and profiles: %+v", tr.Spec)
 	}
-	if !sameSpec(tr, rendered.Spec) || sameSpec(tr, benchNodeNetTuning(1, 1).Spec) {
+	if !SameSpec(tr, rendered.Spec) || SameSpec(tr, benchNodeNetTuning(1, 1).Spec) {
 		t.Fatalf("trimmed spec compares wrongly")
 	}
 
@@ -154,7 +154,7 @@ func trimRead(o any, cands []v1alpha1.NodeNetTuningSpec) trimReader {
 			r.Assigned[p] = fleetmodel.AssignedRevision(o, p)
 		}
 		for _, c := range cands {
-			r.Same = append(r.Same, sameSpec(o, c))
+			r.Same = append(r.Same, SameSpec(o, c))
 		}
 		r.Revision, r.Profiles, r.Generation, r.ResourceVersion = o.Spec.Revision, o.Spec.Profiles, o.Generation, o.ResourceVersion
 		return r
@@ -482,7 +482,7 @@ func TestTrimForCacheShares(t *testing.T) {
 // protobuf, as the API server sends them) and trimmed, for a node of the
 // scale benchmark's fleet (5 hosts a vehicle, the agent's status with five
 // conditions and an item per route). Run with
-// -benchtime=1x: go test ./controllers -run '^$' -bench TrimForCacheHeap -benchtime 1x.
+// -benchtime=1x: go test ./controllers/fleetcache -run '^$' -bench TrimForCacheHeap -benchtime 1x.
 func BenchmarkTrimForCacheHeap(b *testing.B) {
 	const n = 20000
 	for _, kind := range []string{"nodenettuning", "node"} {

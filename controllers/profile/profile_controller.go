@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package profile
 
 import (
 	"context"
@@ -25,15 +25,12 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -46,51 +43,21 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/retry"
+	"github.com/nettune/nettune/controllers/liveness"
+	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-// QuerierFactory returns the query client for an analysis provider.
-type QuerierFactory func(provider v1alpha1.AnalysisProvider, address string) (analysis.Querier, error)
-
-// HTTPQueriers builds Loki and Prometheus clients over one HTTP client.
-func HTTPQueriers(c *http.Client) QuerierFactory {
-	return func(p v1alpha1.AnalysisProvider, address string) (analysis.Querier, error) {
-		switch p {
-		case v1alpha1.ProviderLoki:
-			return analysis.NewLoki(address, c), nil
-		case v1alpha1.ProviderPrometheus:
-			return analysis.NewPrometheus(address, c), nil
-		}
-		return nil, fmt.Errorf("unknown analysis provider %q", p)
-	}
-}
-
-// analysisQuerier is the client of spec's provider: at spec.address, else at
-// the controller's default for the provider (loki or prom); field names
-// where an analysis sets its address, for the error when there is none.
-func analysisQuerier(queriers QuerierFactory, loki, prom string, spec *v1alpha1.AnalysisSpec, field string) (analysis.Querier, error) {
-	address := loki
-	if spec.Provider == v1alpha1.ProviderPrometheus {
-		address = prom
-	}
-	if spec.Address != nil && *spec.Address != "" {
-		address = *spec.Address
-	}
-	q, err := queriers(spec.Provider, address)
-	if err == nil && address == "" {
-		err = fmt.Errorf("analysis %s: no %s address (set %s or the controller's default)", spec.Name, spec.Provider, field)
-	}
-	return q, err
-}
-
-// ProfileReconciler rolls a NetTuningProfile out: it keeps its revisions,
+// Reconciler rolls a NetTuningProfile out: it keeps its revisions,
 // asks the planner which vehicle gets which revision, runs the analyses the
 // planner asks for, and records the decision in status.assignments. It writes
-// nothing but its own profile's status and revisions: the NodeRenderer merges
+// nothing but its own profile's status and revisions: the node renderer merges
 // every profile's assignments into the NodeNetTunings, so profiles are
 // reconciled concurrently.
-type ProfileReconciler struct {
+type Reconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
@@ -103,44 +70,41 @@ type ProfileReconciler struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Queriers makes analysis clients (HTTPQueriers(http.DefaultClient) when nil).
-	Queriers QuerierFactory
+	Queriers analysis.QuerierFactory
 	// LokiAddress and PrometheusAddress are used by analyses without an address.
 	LokiAddress       string
 	PrometheusAddress string
 	// EventLog, when set, also receives every rollout event as a JSON line
-	// (see RolloutEventLine), e.g. to ship them to Loki. It never changes a
+	// (see eventlog.RolloutLine), e.g. to ship them to Loki. It never changes a
 	// decision.
-	EventLog EventLog
-	// Reports brings the NodeRenderer's conflicts and warnings into the
+	EventLog eventlog.Log
+	// Reports brings the node renderer's conflicts and warnings into the
 	// profile's conditions (and wakes the profile when they change); nil
 	// reports none.
-	Reports *RenderReports
+	Reports *noderender.Reports
 	// Liveness says when each node's agent was last seen, from the agents'
 	// Leases by the controller's clock, and wakes a profile when a vehicle
-	// turns Unreachable (SetupAll makes one); nil judges by the status
+	// turns Unreachable (controllers.Setup makes one); nil judges by the status
 	// heartbeats and requeues each profile for the next vehicle that can
 	// turn Unreachable.
-	Liveness *Liveness
+	Liveness *liveness.Liveness
 	// MaxConcurrentReconciles is the number of profiles reconciled at once
 	// (4 when 0).
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
-	// RenderWorkers is the NodeRenderer's MaxConcurrentReconciles when
-	// SetupAll makes it (DefaultRenderWorkers when 0).
-	RenderWorkers int
 	// store reads the Nodes and NodeNetTunings of each plan straight from
 	// the manager cache's informers (SetupWithManager).
 	store *fleetStore
 }
 
 // SetupWithManager registers the reconciler and its watches.
-func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
 	if r.Queriers == nil {
-		r.Queriers = HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
+		r.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
@@ -149,15 +113,15 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.store = newFleetStore(context.Background(), mgr.GetCache(), r.Client)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningProfile{}).
-		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(renderedNodePredicate())).
-		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(nntPredicate(r.Liveness))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retryLimiter()})
+		Watches(&corev1.Node{}, r.allProfiles(), builder.WithPredicates(noderender.NodePredicate())).
+		Watches(&v1alpha1.NodeNetTuning{}, r.allProfiles(), builder.WithPredicates(liveness.NodeNetTuningPredicate(r.Liveness))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retry.Limiter()})
 	if r.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(r.Reports.Changes, &handler.EnqueueRequestForObject{}))
 	}
 	if r.Liveness != nil {
 		if r.Liveness.List == nil && r.APIReader != nil {
-			r.Liveness.List = r.listLeases
+			r.Liveness.List = liveness.ListLeases(r.APIReader, r.Namespace)
 		}
 		b = b.WatchesRawSource(source.Channel(r.Liveness.Changes, &handler.EnqueueRequestForObject{}))
 		if err := mgr.Add(r.Liveness); err != nil {
@@ -167,48 +131,8 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// listLeases lists the agents' Leases from the API server (Liveness.List,
-// every pollEvery; there is no Lease informer): their metadata only, in
-// pages of leaseListPage, so that a fleet of 30,000 nodes is not decoded
-// whole at once, keeping of each only what the timer reads.
-func (r *ProfileReconciler) listLeases(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
-	var out []metav1.PartialObjectMetadata
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(coordinationv1.SchemeGroupVersion.WithKind("LeaseList"))
-	for {
-		opts := []client.ListOption{client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: agentLeases}, client.Limit(leaseListPage)}
-		if list.Continue != "" {
-			opts = append(opts, client.Continue(list.Continue))
-		}
-		if err := r.APIReader.List(ctx, list, opts...); err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			m := &list.Items[i].ObjectMeta
-			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-				Name: m.Name, ResourceVersion: m.ResourceVersion,
-				Labels: map[string]string{v1alpha1.AgentLeaseLabel: m.Labels[v1alpha1.AgentLeaseLabel]}}})
-		}
-		if list.Continue == "" {
-			return out, nil
-		}
-	}
-}
-
-// agentLeases selects the Leases the agents renew.
-var agentLeases = func() labels.Selector {
-	req, err := labels.NewRequirement(v1alpha1.AgentLeaseLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key
-	}
-	return labels.NewSelector().Add(*req)
-}()
-
-// leaseListPage is the page size of listLeases (a variable for a test).
-var leaseListPage int64 = 2000
-
 // Reconcile runs one planning round for a profile and patches its status once.
-func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	p := &v1alpha1.NetTuningProfile{}
 	reader := r.APIReader
@@ -263,7 +187,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(p, nil, typ, e.Reason, "Rollout", "%s", e.Message)
-		logEvent(r.EventLog, p, e, r.Now())
+		eventlog.Rollout(r.EventLog, p, e, r.Now())
 		if e.Reason == v1alpha1.ReasonRolledBack {
 			rollbacksTotal.WithLabelValues(p.Name, rollbackReason(p)).Inc()
 		}
@@ -277,7 +201,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // patchStatus writes p's status when it differs from base's, with the
 // optimistic lock: a status computed from an outdated profile is refused (and
 // the reconcile retried) rather than merged.
-func (r *ProfileReconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
+func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
 	p.Status.ObservedGeneration = p.Generation
 	if equalStatus(base.Status, p.Status) {
 		return nil
@@ -289,7 +213,7 @@ func (r *ProfileReconciler) patchStatus(ctx context.Context, base, p *v1alpha1.N
 	// the allocations of a 30,000-node rollout). The API server keeps them,
 	// and its answer, decoded into p, carries them.
 	from, kept := base, p.Status.Assignments
-	if equalAssignments(base.Status.Assignments, kept) {
+	if fleetmodel.EqualAssignments(base.Status.Assignments, kept) {
 		trimmed := *base
 		trimmed.Status.Assignments, p.Status.Assignments = nil, nil
 		from = &trimmed
@@ -308,7 +232,7 @@ func (r *ProfileReconciler) patchStatus(ctx context.Context, base, p *v1alpha1.N
 // plan gathers the observed state, runs the planner (and any analysis it asks
 // for) and folds in the renderer's findings. emit announces what was done
 // (events, metrics); it runs only once the status is written.
-func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
+func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
 	revs := newRevisions(r.Client, r.Namespace)
 	rev := fleetmodel.RevisionName(p)
 	if err := revs.ensure(ctx, p, rev, r.Scheme); err != nil {
@@ -384,7 +308,7 @@ func (r *ProfileReconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfi
 // is due, and folds it into the status. kernels says what the given
 // vehicles' kernels reported, for the analysis to check what each cohort can
 // measure.
-func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus,
+func (r *Reconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus,
 	kernels func(vehicles []string) map[string][]analysis.NodeKernel) (v1alpha1.NetTuningProfileStatus, func(), bool) {
 	var spec *v1alpha1.AnalysisSpec
 	for i := range p.Spec.Rollout.Analyses {
@@ -407,7 +331,7 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 		return st, nil, false
 	}
 	var meas analysis.Measurement
-	q, err := analysisQuerier(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "spec.rollout.analyses[].address")
+	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "spec.rollout.analyses[].address")
 	if err != nil {
 		meas = analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
 	} else {
@@ -444,8 +368,8 @@ func (r *ProfileReconciler) measure(ctx context.Context, p *v1alpha1.NetTuningPr
 }
 
 // finalize lets a deleted profile go once no NodeNetTuning carries it any
-// more (the NodeRenderer drops a profile being deleted from every node).
-func (r *ProfileReconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
+// more (the node renderer drops a profile being deleted from every node).
+func (r *Reconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -556,20 +480,12 @@ func equalStatus(a, b v1alpha1.NetTuningProfileStatus) bool {
 	// a and b are copies of the structs: the assignments (every vehicle's
 	// name) are compared as strings, without reflection, and the conditions
 	// are copied before their times are cleared.
-	if !equalAssignments(a.Assignments, b.Assignments) {
+	if !fleetmodel.EqualAssignments(a.Assignments, b.Assignments) {
 		return false
 	}
 	a.Assignments, b.Assignments = nil, nil
 	a.Conditions, b.Conditions = withoutTransitionTimes(a.Conditions), withoutTransitionTimes(b.Conditions)
 	return apiequality.Semantic.DeepEqual(a, b)
-}
-
-// equalAssignments reports whether two status.assignments are the same
-// lists.
-func equalAssignments(a, b []v1alpha1.RevisionAssignment) bool {
-	return slices.EqualFunc(a, b, func(x, y v1alpha1.RevisionAssignment) bool {
-		return x.Revision == y.Revision && slices.Equal(x.Vehicles, y.Vehicles)
-	})
 }
 
 // withoutTransitionTimes is a copy of cs with every lastTransitionTime zero.
@@ -580,16 +496,6 @@ func withoutTransitionTimes(cs []metav1.Condition) []metav1.Condition {
 	out := slices.Clone(cs)
 	for i := range out {
 		out[i].LastTransitionTime = metav1.Time{}
-	}
-	return out
-}
-
-func without(list []string, s string) []string {
-	var out []string
-	for _, v := range list {
-		if v != s {
-			out = append(out, v)
-		}
 	}
 	return out
 }

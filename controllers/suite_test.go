@@ -43,6 +43,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -121,7 +122,7 @@ type controllerOptions struct {
 func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	t := e.t
 	t.Helper()
-	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions(revisionNS)}
+	opts := ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(revisionNS)}
 	if o.leaderElect {
 		lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
 		opts.LeaderElection = true
@@ -133,8 +134,8 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := controllers.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
-	rec := &controllers.ProfileReconciler{
+	base := analysis.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
+	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
 		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
 		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
@@ -145,7 +146,7 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 			return timedQuerier{q: q, e: e}, err
 		},
 	}
-	if err := controllers.SetupAll(mgr, rec); err != nil {
+	if err := controllers.Setup(mgr, setup); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)

@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+// Package eventlog writes the rollout and experiment events as JSON log
+// lines (to Loki, by the controller binary's shipper) besides the
+// Kubernetes Events. It decides nothing: it formats what the reconcilers
+// announce, and never reads or writes the cluster.
+package eventlog
 
 import (
 	"encoding/json"
@@ -26,11 +30,11 @@ import (
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-// EventLog receives the rollout's events as log lines, besides the
+// Log receives the rollout's events as log lines, besides the
 // Kubernetes Events: a *lokipush.Shipper ships them to Loki, where
 // dashboards draw rollbacks and rollout milestones as annotations. Add must
 // not block (the shipper only queues the line).
-type EventLog interface {
+type Log interface {
 	Add(labels map[string]string, t time.Time, line string)
 }
 
@@ -38,7 +42,7 @@ type EventLog interface {
 // {job="nettune-controller", profile="<profile>"}.
 const ControllerJob = "nettune-controller"
 
-// RolloutEventLine is the JSON line of one rollout event, e.g.
+// RolloutLine is the JSON line of one rollout event, e.g.
 //
 //	{"event":"RolledBack","type":"Warning","revision":"xavier-lan-168f819107",
 //	 "stable":"xavier-lan-8bf34728cc","failed":"xavier-lan-168f819107",
@@ -49,7 +53,7 @@ const ControllerJob = "nettune-controller"
 // stable, failed, phase and step are the profile's status after the
 // reconcile that emitted it; reason is the RolledBack condition's reason
 // (AnalysisFailed, FailureBudgetExceeded, Aborted) on RolledBack events.
-type RolloutEventLine struct {
+type RolloutLine struct {
 	Event    string `json:"event"`
 	Type     string `json:"type"`
 	Revision string `json:"revision,omitempty"`
@@ -61,12 +65,12 @@ type RolloutEventLine struct {
 	Message  string `json:"message"`
 }
 
-// logEvent writes one planner event of p to l (nil: nothing).
-func logEvent(l EventLog, p *v1alpha1.NetTuningProfile, e planner.Event, at time.Time) {
+// Rollout writes one planner event of p to l (nil: nothing).
+func Rollout(l Log, p *v1alpha1.NetTuningProfile, e planner.Event, at time.Time) {
 	if l == nil {
 		return
 	}
-	line := RolloutEventLine{
+	line := RolloutLine{
 		Event: e.Reason, Type: "Normal", Revision: p.Status.CurrentRevision, Stable: p.Status.StableRevision,
 		Failed: p.Status.FailedRevision, Phase: p.Status.Phase, Step: p.Status.CurrentStep, Message: e.Message,
 	}
@@ -85,25 +89,25 @@ func logEvent(l EventLog, p *v1alpha1.NetTuningProfile, e planner.Event, at time
 	l.Add(map[string]string{"job": ControllerJob, "profile": p.Name}, at, string(b))
 }
 
-// ExperimentEventLine is the JSON line of one experiment event, e.g.
+// ExperimentLine is the JSON line of one experiment event, e.g.
 //
 //	{"event":"ArmStopped","type":"Warning","phase":"Running","message":"arm cwnd80 stopped, ..."}
 //
 // event is the Kubernetes Event reason (Started, ArmVerified, ArmStopped,
 // Completed, Aborted); phase is the experiment's phase when it was emitted.
-type ExperimentEventLine struct {
+type ExperimentLine struct {
 	Event   string `json:"event"`
 	Type    string `json:"type"`
 	Phase   string `json:"phase,omitempty"`
 	Message string `json:"message"`
 }
 
-// logExperimentEvent writes one experiment event to l (nil: nothing).
-func logExperimentEvent(l EventLog, exp *v1alpha1.NetTuningExperiment, typ, reason, msg string, at time.Time) {
+// Experiment writes one experiment event to l (nil: nothing).
+func Experiment(l Log, exp *v1alpha1.NetTuningExperiment, typ, reason, msg string, at time.Time) {
 	if l == nil {
 		return
 	}
-	b, err := json.Marshal(ExperimentEventLine{Event: reason, Type: typ, Phase: exp.Status.Phase, Message: msg})
+	b, err := json.Marshal(ExperimentLine{Event: reason, Type: typ, Phase: exp.Status.Phase, Message: msg})
 	if err != nil {
 		return
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package noderender
 
 import (
 	"context"
@@ -28,7 +28,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,30 +47,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/controllers/render"
 )
 
 // vehicleIndex indexes Nodes by the default vehicle label's value.
 const vehicleIndex = "nettune.io/vehicle"
 
-// NodeRenderer writes one node's NodeNetTuning from the decisions of every
-// profile (status.assignments): the ProfileReconciler decides which revision
-// each vehicle gets, the NodeRenderer merges them. It is keyed by node, so an
+// Reconciler (the node renderer) writes one node's NodeNetTuning from the decisions of every
+// profile (status.assignments): the profile reconciler decides which revision
+// each vehicle gets, the node renderer merges them. It is keyed by node, so an
 // edit re-renders only the nodes whose inputs changed: the nodes of vehicles
 // whose assignment moved, the nodes of a vehicle whose node changed, a node
 // whose NodeNetTuning was edited.
-type NodeRenderer struct {
+type Reconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
 	// Namespace holds the ControllerRevisions.
 	Namespace string
 	// Reports receives each node's conflicts and warnings (may be shared with
-	// the ProfileReconciler); nil keeps none.
-	Reports *RenderReports
+	// the profile reconciler); nil keeps none.
+	Reports *Reports
 	// MaxConcurrentReconciles is the number of nodes rendered at once
-	// (DefaultRenderWorkers when 0).
+	// (DefaultWorkers when 0).
 	MaxConcurrentReconciles int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
@@ -91,7 +92,7 @@ type profileIndex struct {
 }
 
 // SetupWithManager registers the renderer, its node index and its watches.
-func (r *NodeRenderer) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Node{}, vehicleIndex, func(o client.Object) []string {
 		if v := o.GetLabels()[v1alpha1.DefaultVehicleLabel]; v != "" {
 			return []string{v}
@@ -102,20 +103,20 @@ func (r *NodeRenderer) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
-		workers = DefaultRenderWorkers
+		workers = DefaultWorkers
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("noderenderer").
-		For(&corev1.Node{}, builder.WithPredicates(renderedNodePredicate())).
-		Watches(&corev1.Node{}, r.vehiclePeers(), builder.WithPredicates(renderedNodePredicate())).
+		For(&corev1.Node{}, builder.WithPredicates(NodePredicate())).
+		Watches(&corev1.Node{}, r.vehiclePeers(), builder.WithPredicates(NodePredicate())).
 		Watches(&v1alpha1.NetTuningProfile{}, r.assignmentChanges()).
 		Watches(&v1alpha1.NodeNetTuning{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retryLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retry.Limiter()}).
 		Complete(r)
 }
 
 // Reconcile renders one node.
-func (r *NodeRenderer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &corev1.Node{}
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -172,7 +173,7 @@ func (r *NodeRenderer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
-func (r *NodeRenderer) report(node string, f *nodeFindings) {
+func (r *Reconciler) report(node string, f *nodeFindings) {
 	if r.Reports == nil {
 		return
 	}
@@ -181,7 +182,7 @@ func (r *NodeRenderer) report(node string, f *nodeFindings) {
 
 // inputs are the revisions assigned to node's vehicle by every live profile
 // that selects it. pending names a revision whose content cannot be read yet.
-func (r *NodeRenderer) inputs(ctx context.Context, node *corev1.Node, nnt *v1alpha1.NodeNetTuning, profiles []v1alpha1.NetTuningProfile) ([]render.Input, string, error) {
+func (r *Reconciler) inputs(ctx context.Context, node *corev1.Node, nnt *v1alpha1.NodeNetTuning, profiles []v1alpha1.NetTuningProfile) ([]render.Input, string, error) {
 	var out []render.Input
 	for i := range profiles {
 		p := &profiles[i]
@@ -207,7 +208,7 @@ func (r *NodeRenderer) inputs(ctx context.Context, node *corev1.Node, nnt *v1alp
 }
 
 // revisionFor is the revision of p assigned to node's vehicle ("" = none).
-func (r *NodeRenderer) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.Node, nnt *v1alpha1.NodeNetTuning) (string, error) {
+func (r *Reconciler) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.Node, nnt *v1alpha1.NodeNetTuning) (string, error) {
 	if !p.DeletionTimestamp.IsZero() {
 		return "", nil
 	}
@@ -229,32 +230,21 @@ func (r *NodeRenderer) revisionFor(p *v1alpha1.NetTuningProfile, node *corev1.No
 
 // indexOf parses p's selection and indexes its assignments, once per
 // resourceVersion (not once per node).
-func (r *NodeRenderer) indexOf(p *v1alpha1.NetTuningProfile) profileIndex {
+func (r *Reconciler) indexOf(p *v1alpha1.NetTuningProfile) profileIndex {
 	if v, ok := r.indexes.Load(p.UID); ok {
 		if idx := v.(profileIndex); idx.resourceVersion == p.ResourceVersion {
 			return idx
 		}
 	}
-	idx := profileIndex{resourceVersion: p.ResourceVersion, byVehicle: AssignmentsByVehicle(p.Status.Assignments)}
+	idx := profileIndex{resourceVersion: p.ResourceVersion, byVehicle: fleetmodel.AssignmentsByVehicle(p.Status.Assignments)}
 	idx.selector, idx.vehicleLabel, idx.selErr = fleetmodel.Selection(p)
 	r.indexes.Store(p.UID, idx)
 	return idx
 }
 
-// AssignmentsByVehicle inverts status.assignments: vehicle -> revision.
-func AssignmentsByVehicle(as []v1alpha1.RevisionAssignment) map[string]string {
-	out := map[string]string{}
-	for _, a := range as {
-		for _, v := range a.Vehicles {
-			out[v] = a.Revision
-		}
-	}
-	return out
-}
-
 // content reads a revision's content (nil when it does not exist, or not
 // yet in the cache). Contents are immutable, so they are kept.
-func (r *NodeRenderer) content(ctx context.Context, name string) (*v1alpha1.NetTuningProfileSpec, error) {
+func (r *Reconciler) content(ctx context.Context, name string) (*v1alpha1.NetTuningProfileSpec, error) {
 	if v, ok := r.contents.Load(name); ok {
 		return v.(*v1alpha1.NetTuningProfileSpec), nil
 	}
@@ -275,7 +265,7 @@ func (r *NodeRenderer) content(ctx context.Context, name string) (*v1alpha1.NetT
 
 // vehicleNodes are the nodes that share node's vehicle under the vehicle
 // label of any profile (Render keeps, per profile, those of its label).
-func (r *NodeRenderer) vehicleNodes(ctx context.Context, node *corev1.Node, profiles []v1alpha1.NetTuningProfile) ([]render.Node, error) {
+func (r *Reconciler) vehicleNodes(ctx context.Context, node *corev1.Node, profiles []v1alpha1.NetTuningProfile) ([]render.Node, error) {
 	seen := map[string]bool{}
 	var out []render.Node
 	for _, l := range vehicleLabels(profiles) {
@@ -298,7 +288,7 @@ func (r *NodeRenderer) vehicleNodes(ctx context.Context, node *corev1.Node, prof
 }
 
 // nodesOfVehicle lists the nodes whose label l is vehicle.
-func (r *NodeRenderer) nodesOfVehicle(ctx context.Context, l, vehicle string) ([]corev1.Node, error) {
+func (r *Reconciler) nodesOfVehicle(ctx context.Context, l, vehicle string) ([]corev1.Node, error) {
 	list := &corev1.NodeList{}
 	var err error
 	// The cache's own Nodes, read only (every caller reads names and
@@ -326,7 +316,7 @@ func vehicleLabels(profiles []v1alpha1.NetTuningProfile) []string {
 }
 
 // write creates or updates a node's NodeNetTuning when its spec changed.
-func (r *NodeRenderer) write(ctx context.Context, node *corev1.Node, nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) error {
+func (r *Reconciler) write(ctx context.Context, node *corev1.Node, nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) error {
 	if nnt == nil {
 		nnt = &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: node.Name}, Spec: spec}
 		if err := controllerutil.SetOwnerReference(node, nnt, r.Scheme); err != nil {
@@ -338,7 +328,7 @@ func (r *NodeRenderer) write(ctx context.Context, node *corev1.Node, nnt *v1alph
 		nodesRendered.Inc()
 		return nil
 	}
-	if sameSpec(nnt, spec) {
+	if fleetcache.SameSpec(nnt, spec) {
 		return nil
 	}
 	patch, err := specReplace(spec)
@@ -350,18 +340,6 @@ func (r *NodeRenderer) write(ctx context.Context, node *corev1.Node, nnt *v1alph
 	}
 	nodesRendered.Inc()
 	return nil
-}
-
-// sameSpec reports whether the cached nnt already holds spec, a rendered
-// spec (its revision the hash of its content). When the cache dropped the
-// body (specBodyTrimmed), the cached revision was the hash of the body
-// stored, so equal revisions are equal specs; otherwise the specs are
-// compared whole.
-func sameSpec(nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) bool {
-	if specBodyTrimmed(nnt) {
-		return nnt.Spec.Revision == spec.Revision
-	}
-	return apiequality.Semantic.DeepEqual(nnt.Spec, spec)
 }
 
 // specReplace is a JSON patch that replaces a NodeNetTuning's spec with
@@ -376,10 +354,10 @@ func specReplace(spec v1alpha1.NodeNetTuningSpec) (client.Patch, error) {
 	return client.RawPatch(types.JSONPatchType, b), nil
 }
 
-// renderedNodePredicate passes the node changes rendering depends on: every
+// NodePredicate passes the node changes rendering depends on: every
 // field render.NodeFromCore reads (labels, the address and device
 // annotations, the addresses), not kubelet heartbeats.
-func renderedNodePredicate() predicate.Predicate {
+func NodePredicate() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*corev1.Node)
@@ -394,7 +372,7 @@ func renderedNodePredicate() predicate.Predicate {
 
 // vehiclePeers enqueues the other nodes of a changed node's vehicle (old and
 // new): their routes to it carry its address.
-func (r *NodeRenderer) vehiclePeers() handler.EventHandler {
+func (r *Reconciler) vehiclePeers() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		profiles := &v1alpha1.NetTuningProfileList{}
 		if err := r.List(ctx, profiles, client.UnsafeDisableDeepCopy); err != nil { // read only
@@ -437,7 +415,7 @@ func (r *NodeRenderer) vehiclePeers() handler.EventHandler {
 // nodes of the vehicles whose assigned revision changed and, when the spec
 // changed (selector, vehicle label) or the profile goes away, every node it
 // was or is rendered on.
-func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
+func (r *Reconciler) assignmentChanges() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *v1alpha1.NetTuningProfile) {
 		var vehicles []string
 		everything := cur == nil || old == nil || old.Generation != cur.Generation || !cur.DeletionTimestamp.IsZero()
@@ -449,9 +427,9 @@ func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
 			curA = cur.Status.Assignments
 		}
 		if everything {
-			vehicles = AssignedVehicles(oldA, curA)
+			vehicles = fleetmodel.AssignedVehicles(oldA, curA)
 		} else {
-			vehicles = ChangedVehicles(oldA, curA)
+			vehicles = fleetmodel.ChangedVehicles(oldA, curA)
 		}
 		for _, p := range []*v1alpha1.NetTuningProfile{old, cur} {
 			if p == nil {
@@ -505,69 +483,8 @@ func (r *NodeRenderer) assignmentChanges() handler.EventHandler {
 	}
 }
 
-// ChangedVehicles are the vehicles whose assigned revision differs between
-// two assignments, sorted.
-func ChangedVehicles(old, cur []v1alpha1.RevisionAssignment) []string {
-	if equalAssignments(old, cur) {
-		// Most status patches of a rollout move counters and conditions,
-		// not assignments: two maps of every vehicle for each of them was
-		// 1.2 GB of the allocations of a 30,000-node rollout.
-		return nil
-	}
-	a, b := AssignmentsByVehicle(old), AssignmentsByVehicle(cur)
-	var out []string
-	for v, rev := range a {
-		if b[v] != rev {
-			out = append(out, v)
-		}
-	}
-	for v := range b {
-		if _, ok := a[v]; !ok {
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// AssignedVehicles are the vehicles listed in either assignment, sorted.
-func AssignedVehicles(old, cur []v1alpha1.RevisionAssignment) []string {
-	var out []string
-	for _, as := range [][]v1alpha1.RevisionAssignment{old, cur} {
-		for _, a := range as {
-			out = append(out, a.Vehicles...)
-		}
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
-
-// DefaultRenderWorkers is how many nodes the renderer renders and writes at
+// DefaultWorkers is how many nodes the renderer renders and writes at
 // once. Each worker waits for the API server's answer to its write: with 4,
 // a loaded 2-core API server's latency, not its CPU, bounded a 5,000-node
 // rollback (about 100 nodes a second).
-const DefaultRenderWorkers = 16
-
-// SetupAll registers r and the NodeRenderer that renders its decisions (same
-// client, namespace and recorder; r.Reports is created when nil; r.RenderWorkers
-// renderers), as the controller binary runs them.
-func SetupAll(mgr ctrl.Manager, r *ProfileReconciler) error {
-	if r.Reports == nil {
-		r.Reports = NewRenderReports()
-	}
-	if r.Liveness == nil {
-		r.Liveness = NewLiveness()
-		r.Liveness.Now = r.Now
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	n := &NodeRenderer{Client: r.Client, Scheme: r.Scheme, Recorder: r.Recorder, Namespace: r.Namespace,
-		Reports: r.Reports, SkipNameValidation: r.SkipNameValidation, MaxConcurrentReconciles: r.RenderWorkers}
-	if err := n.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	x := &ExperimentReconciler{Client: r.Client, Recorder: r.Recorder, Now: r.Now, Queriers: r.Queriers,
-		LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress, EventLog: r.EventLog, SkipNameValidation: r.SkipNameValidation}
-	return x.SetupWithManager(mgr)
-}
+const DefaultWorkers = 16

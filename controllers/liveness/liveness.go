@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package liveness
 
 import (
 	"context"
@@ -154,8 +154,8 @@ func (l *Liveness) pollEvery() time.Duration {
 	return max(shortest/3, MinPoll)
 }
 
-// NewLiveness returns an empty Liveness.
-func NewLiveness() *Liveness {
+// New returns an empty Liveness.
+func New() *Liveness {
 	return &Liveness{
 		Changes: make(chan event.GenericEvent, 64),
 		nodes:   map[string]sighting{},

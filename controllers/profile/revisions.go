@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package profile
 
 import (
 	"context"
@@ -34,7 +34,7 @@ import (
 )
 
 // revisions stores revision contents as apps/v1 ControllerRevisions owned by
-// the profile (the NodeRenderer reads them back). ControllerRevisions are
+// the profile (the node renderer reads them back). ControllerRevisions are
 // namespaced; they live in the controller's namespace.
 type revisions struct {
 	c         client.Client

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package liveness
 
 import (
 	"context"
@@ -48,7 +48,7 @@ var renewals int
 func TestLivenessScan(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	now := t0
-	l := NewLiveness()
+	l := New()
 	l.Now = func() time.Time { return now }
 	l.lastScan = t0
 	l.Track("short", 10*time.Second)
@@ -114,7 +114,7 @@ func TestLivenessScan(t *testing.T) {
 // moved, wakes the timer (its deadline may be the next one); a node with a Lease is never woken
 // for by its status refresh, one without is after a gap.
 func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
-	l := NewLiveness()
+	l := New()
 	now := time.Now()
 	l.LastSeen("old-agent", now)
 	select {
@@ -146,7 +146,7 @@ func TestLivenessHeartbeatsAndPredicate(t *testing.T) {
 		n.Status.LastHeartbeatTime = &metav1.Time{Time: now.Add(gap)}
 		return event.UpdateEvent{ObjectOld: o, ObjectNew: n}
 	}
-	pred := nntPredicate(l)
+	pred := NodeNetTuningPredicate(l)
 	if pred.Update(refresh("new-agent", 5*time.Minute)) {
 		t.Errorf("a status refresh of a node with a Lease passed the predicate")
 	}
@@ -173,7 +173,7 @@ func TestLivenessView(t *testing.T) {
 	var listed []metav1.PartialObjectMetadata
 	listErr := errors.New("connection refused")
 	lists := 0
-	l := NewLiveness()
+	l := New()
 	l.Now = func() time.Time { return now }
 	l.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) { lists++; return listed, listErr }
 	l.lastScan = t0
@@ -229,7 +229,7 @@ func TestLivenessView(t *testing.T) {
 
 	// A quiet fleet whose agents all stopped while the API server works:
 	// the list succeeds at once and shows them silent; nothing is forgiven.
-	m := NewLiveness()
+	m := New()
 	m.Now = func() time.Time { return now }
 	m.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) {
 		return []metav1.PartialObjectMetadata{lease("a", "1")}, nil
@@ -256,7 +256,7 @@ func TestLivenessTimerProbes(t *testing.T) {
 	var mu sync.Mutex
 	fail, renewed := true, false
 	lists := 0
-	l := NewLiveness()
+	l := New()
 	l.ProbeEvery = 50 * time.Millisecond
 	l.List = func(context.Context) ([]metav1.PartialObjectMetadata, error) {
 		mu.Lock()
@@ -326,7 +326,7 @@ func TestLivenessTimerProbes(t *testing.T) {
 // leaves its node to its status heartbeat, and the lists keep to their
 // period.
 func TestLivenessPolls(t *testing.T) {
-	l := NewLiveness()
+	l := New()
 	if got := l.pollEvery(); got != v1alpha1.DefaultUnreachableAfter/3 {
 		t.Errorf("pollEvery with no profile %s, want a third of the default unreachableAfter", got)
 	}
@@ -418,11 +418,19 @@ func BenchmarkLivenessHeap(b *testing.B) {
 	}
 	for b.Loop() {
 		before := heapInUse()
-		l := NewLiveness()
+		l := New()
 		for i := range names {
 			l.Observed(names[i], versions[i])
 		}
 		b.ReportMetric(float64(heapInUse()-before)/n, "bytes/node")
 		runtime.KeepAlive(l)
 	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package experiment
 
 import (
 	"context"
@@ -43,16 +43,17 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/experiment"
+	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/internal/text"
 )
 
-// ExperimentFinalizer (on an experiment) deletes its arms' profiles before
+// Finalizer (on an experiment) deletes its arms' profiles before
 // the experiment goes.
-const ExperimentFinalizer = "nettune.io/experiment-cleanup"
+const Finalizer = "nettune.io/experiment-cleanup"
 
-// ExperimentReconciler runs NetTuningExperiments: it waits for the base
+// Reconciler runs NetTuningExperiments: it waits for the base
 // profile to be stable, draws the cohorts, creates one NetTuningProfile per
 // variant (the base patched with the variant, selecting only the arm's
 // vehicles, one priority above the base), measures every arm against the
@@ -61,25 +62,25 @@ const ExperimentFinalizer = "nettune.io/experiment-cleanup"
 // profiles at the end. The arms reach the vehicles through the normal path:
 // the profile reconciler assigns their revisions, the node renderer merges
 // them, the agents apply, verify and keep their last-known-good.
-type ExperimentReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Queriers, LokiAddress and PrometheusAddress as for the profiles.
-	Queriers          QuerierFactory
+	Queriers          analysis.QuerierFactory
 	LokiAddress       string
 	PrometheusAddress string
 	// EventLog, when set, also receives every experiment event as a JSON
 	// line labeled {job="nettune-controller", experiment="<name>"}.
-	EventLog EventLog
+	EventLog eventlog.Log
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
 }
 
 // SetupWithManager registers the reconciler: experiments, and the profiles
 // they watch (their base and their arms).
-func (r *ExperimentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -89,13 +90,13 @@ func (r *ExperimentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningExperiment{}).
 		Watches(&v1alpha1.NetTuningProfile{}, handler.EnqueueRequestsFromMapFunc(r.experimentsOf)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retryLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retry.Limiter()}).
 		Named("nettuningexperiment").
 		Complete(r)
 }
 
 // experimentsOf maps a profile to the experiments it is the base or an arm of.
-func (r *ExperimentReconciler) experimentsOf(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) experimentsOf(ctx context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	if name := o.GetLabels()[v1alpha1.ExperimentLabel]; name != "" {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
@@ -113,7 +114,7 @@ func (r *ExperimentReconciler) experimentsOf(ctx context.Context, o client.Objec
 }
 
 // Reconcile advances one experiment and writes its status once.
-func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	exp := &v1alpha1.NetTuningExperiment{}
 	if err := r.Get(ctx, req.NamespacedName, exp); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -126,12 +127,12 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 		}
 		deleteExperimentMetrics(exp.Name)
-		if controllerutil.RemoveFinalizer(exp, ExperimentFinalizer) {
+		if controllerutil.RemoveFinalizer(exp, Finalizer) {
 			return ctrl.Result{}, r.Update(ctx, exp)
 		}
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(exp, ExperimentFinalizer) {
+	if controllerutil.AddFinalizer(exp, Finalizer) {
 		if err := r.Update(ctx, exp); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -179,7 +180,7 @@ func stall(reason string, format string, args ...any) error {
 
 // setConditions sets Ready, Reconciling and Stalled from the phase and the
 // step's error.
-func (r *ExperimentReconciler) setConditions(exp *v1alpha1.NetTuningExperiment, stepErr error) {
+func (r *Reconciler) setConditions(exp *v1alpha1.NetTuningExperiment, stepErr error) {
 	st := &exp.Status
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		if msg == "" {
@@ -225,7 +226,7 @@ func applyTimeout(exp *v1alpha1.NetTuningExperiment) time.Duration {
 }
 
 // step advances the experiment by what can be decided now.
-func (r *ExperimentReconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
+func (r *Reconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
 	st := &exp.Status
 	if st.Phase == v1alpha1.ExperimentCompleted || st.Phase == v1alpha1.ExperimentAborted {
 		if gone, err := r.deleteArms(ctx, exp); err != nil || !gone {
@@ -273,7 +274,7 @@ func stableBase(base *v1alpha1.NetTuningProfile) string {
 }
 
 // start draws the cohorts and creates the arms' profiles, all or none.
-func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
+func (r *Reconciler) start(ctx context.Context, exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
 	st := &exp.Status
 	st.Phase = v1alpha1.ExperimentPending
 	if why := stableBase(base); why != "" {
@@ -307,14 +308,14 @@ func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTunin
 			return ctrl.Result{}, stall("InvalidSelector", "spec.selector: %v", err)
 		}
 	}
-	var eligible []experiment.Vehicle
+	var eligible []Vehicle
 	for name, vnodes := range fleet.Vehicles {
 		ok := true
 		for _, n := range vnodes {
 			ok = ok && only.Matches(labels.Set(n.Labels))
 		}
 		if ok {
-			eligible = append(eligible, experiment.Vehicle{Name: name, Hardware: experiment.HardwareModel(vnodes, fleet.HardwareLabel)})
+			eligible = append(eligible, Vehicle{Name: name, Hardware: HardwareModel(vnodes, fleet.HardwareLabel)})
 		}
 	}
 	var variants []string
@@ -329,7 +330,7 @@ func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTunin
 	if exp.Spec.MaxPercent != nil {
 		maxPercent = int(*exp.Spec.MaxPercent)
 	}
-	draw := experiment.Assign(len(fleet.Vehicles), eligible, variants, maxPercent, perArm, string(exp.UID))
+	draw := Assign(len(fleet.Vehicles), eligible, variants, maxPercent, perArm, string(exp.UID))
 	if draw.Used == 0 {
 		return ctrl.Result{}, stall("TooFewVehicles", "%d of profile %s's %d vehicles are eligible; maxPercent %d%% allows %d vehicles, fewer than one per arm (%d arms with the control) for every hardware model",
 			len(eligible), base.Name, len(fleet.Vehicles), maxPercent, draw.Budget, len(variants)+1)
@@ -345,7 +346,7 @@ func (r *ExperimentReconciler) start(ctx context.Context, exp *v1alpha1.NetTunin
 			return ctrl.Result{}, err
 		}
 		if err := r.Create(ctx, p.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, stall("InvalidVariant", "variant %s (%s) on profile %s: %v", v.Name, experiment.Describe(v.Parameters), base.Name, err)
+			return ctrl.Result{}, stall("InvalidVariant", "variant %s (%s) on profile %s: %v", v.Name, Describe(v.Parameters), base.Name, err)
 		}
 		arms = append(arms, p)
 	}
@@ -380,22 +381,22 @@ func cohorts(byModel map[string][]string) []v1alpha1.ExperimentCohort {
 
 // armProfile is a variant's profile: the base patched with the variant, for
 // the arm's vehicles only, one priority above the base, applied at once.
-func (r *ExperimentReconciler) armProfile(exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile, vehicleLabel string,
+func (r *Reconciler) armProfile(exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile, vehicleLabel string,
 	v v1alpha1.ExperimentVariant, byModel map[string][]string) (*v1alpha1.NetTuningProfile, error) {
 	var vehicles []string
 	for _, vs := range byModel {
 		vehicles = append(vehicles, vs...)
 	}
-	spec := experiment.Overlay(&base.Spec, v.Parameters)
-	spec.NodeSelector = experiment.ArmSelector(base.Spec.NodeSelector, vehicleLabel, vehicles)
+	spec := Overlay(&base.Spec, v.Parameters)
+	spec.NodeSelector = ArmSelector(base.Spec.NodeSelector, vehicleLabel, vehicles)
 	spec.Priority = base.Spec.Priority + 1
 	spec.Rollout = nil
 	p := &v1alpha1.NetTuningProfile{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   experiment.ArmProfileName(exp.Name, v.Name),
+			Name:   ArmProfileName(exp.Name, v.Name),
 			Labels: map[string]string{v1alpha1.ExperimentLabel: exp.Name},
 			Annotations: map[string]string{
-				"nettune.io/variant": experiment.Describe(v.Parameters),
+				"nettune.io/variant": Describe(v.Parameters),
 			},
 		},
 		Spec: *spec,
@@ -408,7 +409,7 @@ func (r *ExperimentReconciler) armProfile(exp *v1alpha1.NetTuningExperiment, bas
 
 // deleteArms deletes the experiment's arm profiles; gone reports that none
 // is left.
-func (r *ExperimentReconciler) deleteArms(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (gone bool, err error) {
+func (r *Reconciler) deleteArms(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (gone bool, err error) {
 	var list v1alpha1.NetTuningProfileList
 	if err := r.List(ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: exp.Name}); err != nil {
 		return false, err
@@ -421,7 +422,7 @@ func (r *ExperimentReconciler) deleteArms(ctx context.Context, exp *v1alpha1.Net
 	return len(list.Items) == 0, nil
 }
 
-func (r *ExperimentReconciler) deleteProfile(ctx context.Context, p *v1alpha1.NetTuningProfile) error {
+func (r *Reconciler) deleteProfile(ctx context.Context, p *v1alpha1.NetTuningProfile) error {
 	if !p.DeletionTimestamp.IsZero() {
 		return nil
 	}
@@ -431,7 +432,7 @@ func (r *ExperimentReconciler) deleteProfile(ctx context.Context, p *v1alpha1.Ne
 	return nil
 }
 
-func (r *ExperimentReconciler) abort(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
+func (r *Reconciler) abort(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
 	st := &exp.Status
 	now := metav1.NewTime(r.Now())
 	st.Phase, st.Message, st.Finished = v1alpha1.ExperimentAborted, why, &now
@@ -447,7 +448,7 @@ func (r *ExperimentReconciler) abort(ctx context.Context, exp *v1alpha1.NetTunin
 
 // run advances a running experiment: arms verified, measurements due,
 // arms stopped, the end.
-func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
+func (r *Reconciler) run(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
 	st := &exp.Status
 	now := r.Now()
 	requeue := time.Duration(0)
@@ -565,7 +566,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *v1alpha1.NetTuningE
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-func (r *ExperimentReconciler) progress(exp *v1alpha1.NetTuningExperiment, applying, measuring int, end time.Time) string {
+func (r *Reconciler) progress(exp *v1alpha1.NetTuningExperiment, applying, measuring int, end time.Time) string {
 	s := fmt.Sprintf("%d arm(s) applying, %d measuring", applying, measuring)
 	if !end.IsZero() {
 		s += fmt.Sprintf(", ends %s", end.UTC().Format(time.RFC3339))
@@ -597,7 +598,7 @@ func experimentSpec(spec *v1alpha1.AnalysisSpec, d time.Duration) *v1alpha1.Anal
 // kernels returns what the nodes of given vehicles (by vehicleLabel)
 // reported of their kernels, for an analysis to check what each cohort can
 // measure.
-func (r *ExperimentReconciler) kernels(ctx context.Context, vehicleLabel string) (func(vehicles []string) map[string][]analysis.NodeKernel, error) {
+func (r *Reconciler) kernels(ctx context.Context, vehicleLabel string) (func(vehicles []string) map[string][]analysis.NodeKernel, error) {
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return nil, err
@@ -629,7 +630,7 @@ func (r *ExperimentReconciler) kernels(ctx context.Context, vehicleLabel string)
 // measure takes one measurement of every measuring arm and model against
 // the control of that model, and stops the arms an analysis fails. kernels
 // says what the given vehicles' kernels reported.
-func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string,
+func (r *Reconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string,
 	kernels func(vehicles []string) map[string][]analysis.NodeKernel, now time.Time) {
 	st := &exp.Status
 	control := map[string][]string{}
@@ -710,8 +711,8 @@ func (r *ExperimentReconciler) measure(ctx context.Context, exp *v1alpha1.NetTun
 	}
 }
 
-func (r *ExperimentReconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
-	q, err := analysisQuerier(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "its address")
+func (r *Reconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
+	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "its address")
 	if err != nil {
 		return analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
 	}
@@ -720,34 +721,34 @@ func (r *ExperimentReconciler) measureOne(ctx context.Context, profile string, s
 	return analysis.Measure(qctx, q, profile, spec, canary, baseline, now)
 }
 
-func (r *ExperimentReconciler) stopArm(exp *v1alpha1.NetTuningExperiment, arm *v1alpha1.ExperimentArm, why string) {
+func (r *Reconciler) stopArm(exp *v1alpha1.NetTuningExperiment, arm *v1alpha1.ExperimentArm, why string) {
 	arm.Phase, arm.StopReason = v1alpha1.ArmStopped, text.Truncate(why, 1024)
 	r.event(exp, corev1.EventTypeWarning, "ArmStopped", "Stop", fmt.Sprintf("arm %s stopped, its vehicles return to the base: %s", arm.Name, why))
 }
 
 // rank ranks the arms per hardware model from their latest counts.
-func (r *ExperimentReconciler) rank(exp *v1alpha1.NetTuningExperiment) []v1alpha1.ExperimentResult {
+func (r *Reconciler) rank(exp *v1alpha1.NetTuningExperiment) []v1alpha1.ExperimentResult {
 	confidence := analysis.DefaultJudgeConfidence
 	if cfg, err := analysis.JudgeConfigFor(&exp.Spec.Analysis); err == nil {
 		confidence = cfg.Confidence
 	}
-	byModel := map[string][]experiment.ArmCounts{}
+	byModel := map[string][]ArmCounts{}
 	for _, arm := range exp.Status.Arms {
 		for _, c := range arm.Cohorts {
-			byModel[c.Hardware] = append(byModel[c.Hardware], experiment.ArmCounts{Arm: arm.Name, Slow: c.Slow, Total: c.Total,
+			byModel[c.Hardware] = append(byModel[c.Hardware], ArmCounts{Arm: arm.Name, Slow: c.Slow, Total: c.Total,
 				ControlSlow: c.ControlSlow, ControlTotal: c.ControlTotal, Stopped: arm.Phase == v1alpha1.ArmStopped})
 		}
 	}
 	var out []v1alpha1.ExperimentResult
 	for m, rows := range byModel {
-		ranking, winner := experiment.Rank(rows, confidence)
+		ranking, winner := Rank(rows, confidence)
 		out = append(out, v1alpha1.ExperimentResult{Hardware: m, Winner: winner, Ranking: ranking})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Hardware < out[j].Hardware })
 	return out
 }
 
-func (r *ExperimentReconciler) sampleTargetMet(exp *v1alpha1.NetTuningExperiment) bool {
+func (r *Reconciler) sampleTargetMet(exp *v1alpha1.NetTuningExperiment) bool {
 	if exp.Spec.SampleTarget == nil {
 		return false
 	}
@@ -766,7 +767,7 @@ func (r *ExperimentReconciler) sampleTargetMet(exp *v1alpha1.NetTuningExperiment
 
 // finish ends the experiment: results final, arms' profiles deleted (their
 // vehicles return to the base).
-func (r *ExperimentReconciler) finish(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
+func (r *Reconciler) finish(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
 	st := &exp.Status
 	now := metav1.NewTime(r.Now())
 	st.Results = r.rank(exp)
@@ -787,9 +788,9 @@ func (r *ExperimentReconciler) finish(ctx context.Context, exp *v1alpha1.NetTuni
 	return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 }
 
-func (r *ExperimentReconciler) event(exp *v1alpha1.NetTuningExperiment, typ, reason, action, msg string) {
+func (r *Reconciler) event(exp *v1alpha1.NetTuningExperiment, typ, reason, action, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(exp, nil, typ, reason, action, "%s", text.Truncate(msg, 1024))
 	}
-	logExperimentEvent(r.EventLog, exp, typ, reason, msg, r.Now())
+	eventlog.Experiment(r.EventLog, exp, typ, reason, msg, r.Now())
 }

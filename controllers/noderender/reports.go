@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package noderender
 
 import (
 	"fmt"
@@ -29,12 +29,12 @@ import (
 	"github.com/nettune/nettune/controllers/render"
 )
 
-// RenderReports carries what the node renderer found (conflicts, warnings)
+// Reports carries what the node renderer found (conflicts, warnings)
 // to the profiles it concerns: the renderer records each node's latest
 // render, and a profile whose findings changed is sent on Changes, so its
 // reconciler writes them into its conditions. It is memory only: after a
 // restart the renderer's first pass over every node fills it again.
-type RenderReports struct {
+type Reports struct {
 	mu     sync.Mutex
 	byNode map[string]nodeFindings
 	// Changes receives the profiles whose findings changed (buffered; a full
@@ -61,9 +61,9 @@ func (f nodeFindings) warningsFor(profile string) []string {
 	return f.warnings
 }
 
-// NewRenderReports returns an empty registry.
-func NewRenderReports() *RenderReports {
-	return &RenderReports{byNode: map[string]nodeFindings{}, Changes: make(chan event.GenericEvent, 1024)}
+// NewReports returns an empty registry.
+func NewReports() *Reports {
+	return &Reports{byNode: map[string]nodeFindings{}, Changes: make(chan event.GenericEvent, 1024)}
 }
 
 // findingsOf turns a node's render result into per-profile findings:
@@ -91,7 +91,7 @@ func findingsOf(node string, profiles []string, res render.Result) nodeFindings 
 
 // set records a node's findings (nil: the node renders nothing any more)
 // and returns the profiles whose findings changed.
-func (r *RenderReports) set(node string, f *nodeFindings) []string {
+func (r *Reports) set(node string, f *nodeFindings) []string {
 	r.mu.Lock()
 	old, had := r.byNode[node]
 	if f == nil || f.empty() {
@@ -127,7 +127,7 @@ func (r *RenderReports) set(node string, f *nodeFindings) []string {
 }
 
 // notify sends the profiles on Changes.
-func (r *RenderReports) notify(profiles []string) {
+func (r *Reports) notify(profiles []string) {
 	for _, p := range profiles {
 		o := &v1alpha1.NetTuningProfile{}
 		o.Name = p
@@ -136,7 +136,7 @@ func (r *RenderReports) notify(profiles []string) {
 }
 
 // For returns a profile's conflicts and warnings over every node, sorted.
-func (r *RenderReports) For(profile string) (conflicts, warnings []string) {
+func (r *Reports) For(profile string) (conflicts, warnings []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, f := range r.byNode {
@@ -146,4 +146,15 @@ func (r *RenderReports) For(profile string) (conflicts, warnings []string) {
 	slices.Sort(conflicts)
 	slices.Sort(warnings)
 	return conflicts, warnings
+}
+
+// without is list without s.
+func without(list []string, s string) []string {
+	var out []string
+	for _, v := range list {
+		if v != s {
+			out = append(out, v)
+		}
+	}
+	return out
 }

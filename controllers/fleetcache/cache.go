@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package fleetcache
 
 import (
 	"fmt"
@@ -25,6 +25,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -35,11 +36,11 @@ import (
 	"github.com/nettune/nettune/controllers/render"
 )
 
-// CacheOptions is the controller's informer cache: only its own revisions
+// Options is the controller's informer cache: only its own revisions
 // in namespace, and every cached object trimmed to
 // what the controllers read (TrimForCache), so that memory grows with the
 // fleet by a few hundred bytes a node, not by whole Node objects.
-func CacheOptions(namespace string) cache.Options {
+func Options(namespace string) cache.Options {
 	return cache.Options{
 		DefaultTransform: TrimForCache,
 		ByObject: map[client.Object]cache.ByObject{
@@ -373,3 +374,15 @@ var interned = &internTable{max: 1 << 14}
 
 // intern returns the cache table's copy of s.
 func intern(s string) string { return interned.get(s) }
+
+// SameSpec reports whether the cached nnt already holds spec, a rendered
+// spec (its revision the hash of its content). When the cache dropped the
+// body (specBodyTrimmed), the cached revision was the hash of the body
+// stored, so equal revisions are equal specs; otherwise the specs are
+// compared whole.
+func SameSpec(nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) bool {
+	if specBodyTrimmed(nnt) {
+		return nnt.Spec.Revision == spec.Revision
+	}
+	return apiequality.Semantic.DeepEqual(nnt.Spec, spec)
+}

@@ -14,14 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package fleetmodel_test
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 )
 
 // ChangedVehicles names exactly the vehicles whose revision differs, the
@@ -47,7 +47,7 @@ func TestChangedVehicles(t *testing.T) {
 		{"revision renamed", as("p-1", []string{"a"}), as("p-2", []string{"a"}), []string{"a"}},
 		{"same vehicles, another order of revisions", as("p-1", []string{"a"}, "p-2", []string{"b"}), as("p-2", []string{"b"}, "p-1", []string{"a"}), nil},
 	} {
-		if got := controllers.ChangedVehicles(c.old, c.cur); !slices.Equal(got, c.want) {
+		if got := fleetmodel.ChangedVehicles(c.old, c.cur); !slices.Equal(got, c.want) {
 			t.Errorf("%s: ChangedVehicles %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package liveness
 
 import (
 	"context"
@@ -76,8 +76,7 @@ func TestListLeasesPagesTheAgentsLeasesMetadata(t *testing.T) {
 
 	defer func(p int64) { leaseListPage = p }(leaseListPage)
 	leaseListPage = 3
-	r := &ProfileReconciler{APIReader: cp.Client, Namespace: ns}
-	got, err := r.listLeases(ctx)
+	got, err := ListLeases(cp.Client, ns)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

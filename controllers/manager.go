@@ -1,0 +1,98 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/eventlog"
+	"github.com/nettune/nettune/controllers/experiment"
+	"github.com/nettune/nettune/controllers/liveness"
+	"github.com/nettune/nettune/controllers/noderender"
+	"github.com/nettune/nettune/controllers/profile"
+)
+
+// Options configures the reconcilers Setup registers, as the controller
+// binary runs them.
+type Options struct {
+	Client client.Client
+	// APIReader reads the profiles past the cache (mgr.GetAPIReader()) and
+	// lists the agents' Leases; the Client reads the profiles when nil,
+	// and the agents are then judged by their status heartbeats.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// Namespace holds the ControllerRevisions and the agents' Leases.
+	Namespace string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Queriers makes analysis clients (analysis.HTTPQueriers with a 30 s
+	// timeout when nil).
+	Queriers analysis.QuerierFactory
+	// LokiAddress and PrometheusAddress are used by analyses without an
+	// address.
+	LokiAddress       string
+	PrometheusAddress string
+	// EventLog, when set, also receives every rollout and experiment event
+	// as a JSON line.
+	EventLog eventlog.Log
+	// ProfileWorkers is the number of profiles reconciled at once (4 when
+	// 0).
+	ProfileWorkers int
+	// RenderWorkers is the number of nodes rendered at once
+	// (noderender.DefaultWorkers when 0).
+	RenderWorkers int
+	// SkipNameValidation lets tests start several managers in one process.
+	SkipNameValidation bool
+}
+
+// Setup registers the three reconcilers and what they share: the profile
+// reconciler, the node renderer that renders its decisions (its findings
+// reach the profiles through one noderender.Reports) and the experiment
+// reconciler, with one liveness.Liveness timing the agents.
+func Setup(mgr ctrl.Manager, o Options) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Queriers == nil {
+		o.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
+	}
+	reports := noderender.NewReports()
+	live := liveness.New()
+	live.Now = o.Now
+	p := &profile.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
+		Namespace: o.Namespace, Now: o.Now, Queriers: o.Queriers, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
+		EventLog: o.EventLog, Reports: reports, Liveness: live, MaxConcurrentReconciles: o.ProfileWorkers, SkipNameValidation: o.SkipNameValidation}
+	if err := p.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	n := &noderender.Reconciler{Client: o.Client, Scheme: o.Scheme, Recorder: o.Recorder, Namespace: o.Namespace,
+		Reports: reports, MaxConcurrentReconciles: o.RenderWorkers, SkipNameValidation: o.SkipNameValidation}
+	if err := n.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	x := &experiment.Reconciler{Client: o.Client, Recorder: o.Recorder, Now: o.Now, Queriers: o.Queriers,
+		LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
+	return x.SetupWithManager(mgr)
+}
