@@ -60,7 +60,7 @@ func validCongestionControlName(name string) bool {
 		return false
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !sysctlNameChar(c) { // the same letters, digits, '_' and '-'
 			return false
 		}
 	}
