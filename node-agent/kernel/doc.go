@@ -70,8 +70,8 @@
 //
 // Some sysctls are global: the kernel keeps one value for every namespace
 // and registers them in the initial namespace only. A non-initial
-// namespace lacks them (net.core.rmem_max, wmem_max, rmem_default,
-// wmem_default and net.core.netdev_* on 5.10 and 6.1; on 4.9 also
+// namespace lacks them (net.core.netdev_*; net.core.rmem_max, wmem_max,
+// rmem_default and wmem_default on 5.10 and 6.1; on 4.9 also
 // net.ipv4.tcp_rmem, tcp_wmem, tcp_mem, tcp_congestion_control,
 // tcp_available_congestion_control and most other tcp_*) or shows the
 // initial namespace's value read-only (net.core.rmem_max & co on 6.18). A
