@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -169,7 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	started := r.Now()
 	out, emit, err := r.plan(ctx, p)
 	if err != nil {
-		setStalled(p, "ReconcileError", err.Error(), r.Now())
+		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
 	}
 	p.Status = out.Status
@@ -229,8 +228,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTunin
 	return nil
 }
 
-// plan gathers the observed state, runs the planner (and any analysis it asks
-// for) and folds in the renderer's findings. emit announces what was done
+// plan gathers the observed state (the fleet, the agents' liveness, the
+// renderer's findings), runs the planner, takes the measurements it asks for
+// and runs it again on their results: the planner writes the whole status.
+// emit announces what was done
 // (events, metrics); it runs only once the status is written.
 func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
 	revs := newRevisions(r.Client, r.Namespace)
@@ -261,34 +262,28 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
 		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.ObserveWith(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
-		LivenessTimer: r.Liveness != nil,
+		LivenessTimer: r.Liveness != nil, Render: r.findings(p.Name),
 	}
 	out = planner.Plan(in)
 	kernels := func(vehicles []string) map[string][]analysis.NodeKernel { return f.Kernels(vehicles, nnts) }
 	if len(out.Measures) > 0 {
 		// Every analysis of the step measured on the same plan, then one
 		// plan decides on all of their results.
-		st, measuredAny := out.Status, false
+		view := out.Status
+		var results []v1alpha1.AnalysisResult
 		for _, m := range out.Measures {
-			var announce func()
-			var measured bool
-			if st, announce, measured = r.measure(ctx, p, m, st, kernels); measured {
-				measuredAny = true
+			if res, announce, measured := r.measure(ctx, p, m, view, kernels); measured {
+				results = append(results, res)
+				view = planner.WithResult(view, res)
 				emit = append(emit, announce)
 			}
 		}
-		if measuredAny {
-			in.Status = st
+		if len(results) > 0 {
+			in.Status, in.Results, in.Render = out.Status, results, r.findings(p.Name)
 			out = planner.Plan(in)
 		}
 	}
-
-	var conflicts, warnings []string
-	if r.Reports != nil {
-		conflicts, warnings = r.Reports.For(p.Name)
-	}
-	setConflict(&out.Status, p.Generation, conflicts, r.Now())
-	if msg, raised := setRenderWarnings(&out.Status, p.Status.Conditions, p.Generation, warnings, r.Now()); raised {
+	if msg, raised := planner.RenderWarningsRaised(p.Status.Conditions, out.Status.Conditions); raised {
 		emit = append(emit, func() {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "RenderWarnings", "Render", "%s", msg)
 		})
@@ -304,31 +299,33 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	return out, emit, nil
 }
 
+// findings are the node renderer's conflicts and warnings for profile
+// (none without Reports).
+func (r *Reconciler) findings(profile string) *planner.RenderFindings {
+	var f planner.RenderFindings
+	if r.Reports != nil {
+		f.Conflicts, f.Warnings = r.Reports.For(profile)
+	}
+	return &f
+}
+
 // measure takes one measurement of the analysis the planner waits for, if it
-// is due, and folds it into the status. kernels says what the given
-// vehicles' kernels reported, for the analysis to check what each cohort can
-// measure.
+// is due, and returns its result for the planner to record (st is the
+// status the planner asked from). kernels says what the given vehicles'
+// kernels reported, for the analysis to check what each cohort can measure.
 func (r *Reconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus,
-	kernels func(vehicles []string) map[string][]analysis.NodeKernel) (v1alpha1.NetTuningProfileStatus, func(), bool) {
-	var spec *v1alpha1.AnalysisSpec
-	for i := range p.Spec.Rollout.Analyses {
-		if p.Spec.Rollout.Analyses[i].Name == m.Analysis {
-			spec = &p.Spec.Rollout.Analyses[i]
-		}
-	}
+	kernels func(vehicles []string) map[string][]analysis.NodeKernel) (v1alpha1.AnalysisResult, func(), bool) {
+	spec := m.Spec
 	if spec == nil {
-		return st, nil, false
+		return v1alpha1.AnalysisResult{}, nil, false
 	}
-	idx := -1
-	prev := v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step}
-	for i, a := range st.Analysis {
-		if a.Name == m.Analysis && a.Step == m.Step {
-			idx, prev = i, a
-		}
+	prev, ok := planner.AnalysisResultOf(st, m.Analysis, m.Step)
+	if !ok {
+		prev = v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step}
 	}
 	now := r.Now()
 	if due, _ := analysis.Due(prev, spec, now); !due {
-		return st, nil, false
+		return v1alpha1.AnalysisResult{}, nil, false
 	}
 	var meas analysis.Measurement
 	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "spec.rollout.analyses[].address")
@@ -346,15 +343,6 @@ func (r *Reconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, 
 	}
 	res := analysis.Accumulate(prev, meas, spec)
 	res.Name, res.Step = m.Analysis, m.Step
-	st = *st.DeepCopy()
-	if idx >= 0 {
-		st.Analysis[idx] = res
-	} else {
-		st.Analysis = append(st.Analysis, res)
-	}
-	if len(st.Analysis) > 8 {
-		st.Analysis = st.Analysis[len(st.Analysis)-8:]
-	}
 	announce := func() {
 		recordMeasurement(p.Name, spec, meas)
 		typ := corev1.EventTypeNormal
@@ -364,7 +352,7 @@ func (r *Reconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, 
 		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(meas.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
 			spec.Name, m.Step, spec.Provider, meas.Message, res.Phase)
 	}
-	return st, announce, true
+	return res, announce, true
 }
 
 // finalize lets a deleted profile go once no NodeNetTuning carries it any
@@ -399,73 +387,6 @@ func (r *Reconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile)
 	r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Removed", "Delete", "profile removed from every node (%d vehicle(s) were assigned)", n)
 	deleteMetrics(p.Name)
 	return ctrl.Result{}, nil
-}
-
-func setConflict(st *v1alpha1.NetTuningProfileStatus, gen int64, conflicts []string, now time.Time) {
-	c := metav1.Condition{Type: v1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: "NoConflict",
-		Message: "no item clashes with an equal-priority profile", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
-	if len(conflicts) > 0 {
-		msg := boundedList(fmt.Sprintf("%d item(s) set differently by an equal-priority profile are applied by neither: ", len(conflicts)), conflicts)
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "EqualPriorityClash", msg
-	}
-	meta.SetStatusCondition(&st.Conditions, c)
-}
-
-// setRenderWarnings sets the RenderWarnings condition from the renderer's
-// warnings; raised is true (with the message) when the condition turns True,
-// worth one Warning event (not one per node while the renderer works through
-// the fleet: the condition's message keeps the latest).
-func setRenderWarnings(st *v1alpha1.NetTuningProfileStatus, prev []metav1.Condition, gen int64, warnings []string, now time.Time) (msg string, raised bool) {
-	c := metav1.Condition{Type: v1alpha1.ConditionRenderWarnings, Status: metav1.ConditionFalse, Reason: "RenderedCleanly",
-		Message: "every selected node rendered without skipping anything", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
-	if len(warnings) > 0 {
-		msg = boundedList(fmt.Sprintf("%d warning(s): ", len(warnings)), warnings)
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "SkippedItems", msg
-	}
-	meta.SetStatusCondition(&st.Conditions, c)
-	old := meta.FindStatusCondition(prev, v1alpha1.ConditionRenderWarnings)
-	raised = len(warnings) > 0 && (old == nil || old.Status != metav1.ConditionTrue)
-	return msg, raised
-}
-
-// maxConditionMessage is the longest condition message written; a longer
-// one ends in "...".
-const maxConditionMessage = 1024
-
-// boundedList is prefix followed by items joined with "; ", cut to
-// maxConditionMessage bytes (its last three "..."). Only the items that
-// show are joined: every node's warning of a 30,000-node fleet was a 4 MB
-// string per reconcile, of which 1 KB was kept.
-func boundedList(prefix string, items []string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	for i, it := range items {
-		if b.Len() > maxConditionMessage {
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(it)
-	}
-	msg := b.String()
-	if len(msg) > maxConditionMessage {
-		msg = msg[:maxConditionMessage-3] + "..."
-	}
-	return msg
-}
-
-func setStalled(p *v1alpha1.NetTuningProfile, reason, msg string, now time.Time) {
-	if len(msg) > 1024 {
-		msg = msg[:1021] + "..."
-	}
-	for _, c := range []metav1.Condition{
-		{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg},
-		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg},
-	} {
-		c.ObservedGeneration, c.LastTransitionTime = p.Generation, metav1.NewTime(now)
-		meta.SetStatusCondition(&p.Status.Conditions, c)
-	}
 }
 
 func rollbackReason(p *v1alpha1.NetTuningProfile) string {
