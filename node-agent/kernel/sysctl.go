@@ -137,7 +137,7 @@ func (h *Handle) notPerNamespace(path string, openErr error) string {
 	}
 	switch {
 	case errors.Is(openErr, fs.ErrNotExist) && dirHere:
-		return "this network namespace has no such sysctl, the agent's own namespace has"
+		return "this network namespace lacks it; the agent's own namespace has it"
 	case errors.Is(openErr, fs.ErrPermission) && here != nil && here.Mode().Perm()&0o222 == 0:
 		return "this network namespace shows the initial namespace's value read-only"
 	}
