@@ -5,6 +5,11 @@
 #
 # For Jetson (Xavier/Orin, arm64) vehicles add --platform linux/arm64 (or
 # build both with docker buildx --platform linux/amd64,linux/arm64).
+# Without Docker, `make images` builds the same two images as multi-arch
+# OCI archives (bin/images/*.oci.tar, hack/images): the same build flags,
+# one layer with the binary at /usr/local/bin/app and distroless/static's
+# users, but none of its CA certificates or tzdata: a Loki or Prometheus
+# URL over https with a certificate from a public CA needs this image.
 # The binaries are static (pure Go, no cgo); the agent talks netlink itself
 # and needs no tools in the image.
 FROM golang:1.26 AS build

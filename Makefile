@@ -83,6 +83,10 @@ dashboards: ## Regenerate the Grafana dashboards (charts/nettune/dashboards) fro
 build: ## Build the binaries into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+.PHONY: images
+images: ## Multi-arch images without Docker: OCI image indexes (linux/amd64, linux/arm64) of the controller and the agent into bin/images/*.oci.tar; IMAGES_ARGS='-registry R -tag T' (default ghcr.io/nettune and the chart's appVersion). See docs/install-k3s.md.
+	$(GO) run ./hack/images -o $(BIN)/images $(IMAGES_ARGS)
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and RBAC.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...

@@ -8,141 +8,327 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 )
 
-// imageFile is one file of an image's single layer.
-type imageFile struct {
-	path string // inside the image, without the leading /
-	data []byte
-	mode int64
+// Platform is what an image's binary is built for, with GOOS and GOARCH's
+// names (which are the OCI ones).
+type Platform struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
 }
 
-// image is a one-layer OCI image, the equivalent of the Dockerfile's final
-// stage: the static binary at /usr/local/bin/app (the agent and the
-// controller), or /pause.
-type image struct {
-	name       string // e.g. ghcr.io/nettune/nettune-agent:node-test
-	files      []imageFile
-	entrypoint []string
-	user       string
+func (p Platform) String() string { return p.OS + "/" + p.Architecture }
+
+// ParsePlatform parses os/architecture, e.g. linux/arm64.
+func ParsePlatform(s string) (Platform, error) {
+	goos, arch, ok := strings.Cut(s, "/")
+	if !ok || goos == "" || arch == "" || strings.Contains(arch, "/") {
+		return Platform{}, fmt.Errorf("platform %q: want os/architecture, e.g. linux/arm64", s)
+	}
+	return Platform{Architecture: arch, OS: goos}, nil
+}
+
+var (
+	// FleetPlatforms are the controller's and the agent's: amd64 servers
+	// and the Jetson Xavier/Orin compute units (arm64).
+	FleetPlatforms = []Platform{{Architecture: "amd64", OS: "linux"}, {Architecture: "arm64", OS: "linux"}}
+	// HostPlatform is this machine's, the test node's pause image's.
+	HostPlatform = Platform{Architecture: runtime.GOARCH, OS: "linux"}
+)
+
+// ImageSpec is a one-layer image, the equivalent of the Dockerfile's final
+// stage: one static binary built from a package of this module, and of
+// what distroless/static adds, the users.
+type ImageSpec struct {
+	// Name is the reference containerd names the image by,
+	// REGISTRY/REPOSITORY:TAG.
+	Name string
+	// Package is the binary's Go package, e.g. ./cmd/nettune-agent.
+	Package string
+	// Path is the binary's path in the image, without the leading slash;
+	// it is the entrypoint.
+	Path string
+	User string
+}
+
+// appPath is the agent's and the controller's binary in their images.
+const appPath = "usr/local/bin/app"
+
+// AgentImage is the node agent's image; it runs as uid 0 (with
+// CAP_NET_ADMIN only, in the chart).
+func AgentImage(registry, tag string) ImageSpec {
+	return ImageSpec{Name: registry + "/nettune-agent:" + tag, Package: "./cmd/nettune-agent", Path: appPath, User: "0"}
+}
+
+// ControllerImage is the controller's image; it runs as nonroot.
+func ControllerImage(registry, tag string) ImageSpec {
+	return ImageSpec{Name: registry + "/nettune-controller:" + tag, Package: "./cmd/nettune-controller", Path: appPath, User: "65532"}
+}
+
+// Repository is the last element of the image's repository, without the
+// registry or the tag: nettune-agent. It names the image's archive
+// (Repository.oci.tar) and its binaries.
+func (s ImageSpec) Repository() string {
+	repo := s.Name
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	return path.Base(repo)
+}
+
+func (s ImageSpec) tag() string {
+	if i := strings.LastIndexByte(s.Name, ':'); i > strings.LastIndexByte(s.Name, '/') {
+		return s.Name[i+1:]
+	}
+	return "latest"
+}
+
+// binaryPath is where BuildImageIndex leaves a repository's binary for p
+// under its work directory: workDir/linux-arm64/nettune-agent.
+func binaryPath(workDir, repository string, p Platform) string {
+	return filepath.Join(workDir, p.OS+"-"+p.Architecture, repository)
+}
+
+// BuildBinary builds the package of the module at root for p the way the
+// Dockerfile does: static (CGO off), -trimpath, -s -w and no VCS stamp, so
+// that the same source makes the same binary.
+func BuildBinary(ctx context.Context, root, pkg string, p Platform, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s for %s: %w: %s", pkg, p, err, b)
+	}
+	return nil
+}
+
+// BuildImageIndex builds the image's binary for each platform (BuildBinary,
+// into workDir/OS-ARCH/REPOSITORY) from the module at root and writes the image as an OCI
+// image-layout archive: its index.json names one image index, which lists
+// one manifest (a config and a layer) per platform. The same binaries make
+// the same archive, byte for byte.
+func BuildImageIndex(ctx context.Context, root, workDir, archive string, spec ImageSpec, platforms []Platform) error {
+	bins := make([][]byte, len(platforms))
+	for i, p := range platforms {
+		out := binaryPath(workDir, spec.Repository(), p)
+		if err := BuildBinary(ctx, root, spec.Package, p, out); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		bins[i] = b
+	}
+	if err := writeImageIndex(archive, spec, platforms, bins); err != nil {
+		return fmt.Errorf("writing %s: %w", archive, err)
+	}
+	return nil
 }
 
 // epoch is every file's and the image's time, so that the same binaries
 // make the same image digest.
 var epoch = time.Unix(0, 0).UTC()
 
+// OCI media types and the annotations containerd and skopeo name an
+// archive's image by.
+const (
+	mediaTypeIndex    = "application/vnd.oci.image.index.v1+json"
+	mediaTypeManifest = "application/vnd.oci.image.manifest.v1+json"
+	mediaTypeConfig   = "application/vnd.oci.image.config.v1+json"
+	mediaTypeLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
+	annotationName    = "io.containerd.image.name"
+	annotationRef     = "org.opencontainers.image.ref.name"
+)
+
+type descriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Platform    *Platform         `json:"platform,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type index struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Manifests     []descriptor `json:"manifests"`
+}
+
+type manifest struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Config        descriptor   `json:"config"`
+	Layers        []descriptor `json:"layers"`
+}
+
+type imageConfig struct {
+	Created      string `json:"created"`
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+	Config       struct {
+		Entrypoint []string `json:"Entrypoint"`
+		User       string   `json:"User"`
+		Env        []string `json:"Env"`
+	} `json:"config"`
+	RootFS struct {
+		Type    string   `json:"type"`
+		DiffIDs []string `json:"diff_ids"`
+	} `json:"rootfs"`
+}
+
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
-// writeOCIArchive writes the image as an OCI image-layout tarball that
-// `ctr images import` takes; the index carries the image name in the
-// io.containerd.image.name annotation.
-func writeOCIArchive(path string, img image) error {
-	// The layer: directories first, then the files.
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
+// blobs collects an archive's blobs in the order they are added.
+type blobs struct {
+	names []string
+	data  map[string][]byte
+}
+
+// add stores b and returns its descriptor.
+func (bs *blobs) add(mediaType string, b []byte) descriptor {
+	d := digest(b)
+	if bs.data[d] == nil {
+		bs.names = append(bs.names, d)
+		bs.data[d] = b
+	}
+	return descriptor{MediaType: mediaType, Digest: d, Size: int64(len(b))}
+}
+
+func (bs *blobs) addJSON(mediaType string, v any) (descriptor, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return descriptor{}, err
+	}
+	return bs.add(mediaType, b), nil
+}
+
+// layer is the image's only layer: the binary at spec.Path and the users,
+// each with its parent directories before it.
+func layer(spec ImageSpec, bin []byte) ([]byte, error) {
+	files := []struct {
+		path string
+		data []byte
+		mode int64
+	}{
+		{spec.Path, bin, 0o755},
+		{"etc/passwd", []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), 0o644},
+		{"etc/group", []byte("root:x:0:\nnonroot:x:65532:\n"), 0o644},
+	}
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
 	dirs := map[string]bool{}
-	for _, f := range img.files {
-		for d := parentDirs(f.path); len(d) > 0; d = d[1:] {
-			if dirs[d[0]] {
+	for _, f := range files {
+		for _, d := range parentDirs(f.path) {
+			if dirs[d] {
 				continue
 			}
-			dirs[d[0]] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d[0] + "/", Mode: 0o755, ModTime: epoch}); err != nil {
-				return err
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+				return nil, err
 			}
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.path, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tw.Write(f.data); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	return b.Bytes(), nil
+}
+
+// writeImageIndex writes the image with bins[i] as platforms[i]'s binary,
+// as an OCI image-layout archive that `ctr images import` and skopeo's
+// oci-archive transport take: index.json holds one descriptor, of the
+// image index, annotated with the image's name for containerd and its tag
+// for skopeo; the image index lists the platforms' manifests.
+func writeImageIndex(archive string, spec ImageSpec, platforms []Platform, bins [][]byte) error {
+	bs := &blobs{data: map[string][]byte{}}
+	idx := index{SchemaVersion: 2, MediaType: mediaTypeIndex}
+	for i, p := range platforms {
+		tarLayer, err := layer(spec, bins[i])
+		if err != nil {
+			return err
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		if _, err := zw.Write(tarLayer); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		cfg := imageConfig{Created: epoch.Format(time.RFC3339), Architecture: p.Architecture, OS: p.OS}
+		cfg.Config.Entrypoint = []string{"/" + spec.Path}
+		cfg.Config.User = spec.User
+		cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+		cfg.RootFS.Type = "layers"
+		cfg.RootFS.DiffIDs = []string{digest(tarLayer)}
+		m := manifest{SchemaVersion: 2, MediaType: mediaTypeManifest}
+		if m.Config, err = bs.addJSON(mediaTypeConfig, cfg); err != nil {
+			return err
+		}
+		m.Layers = []descriptor{bs.add(mediaTypeLayer, gz.Bytes())}
+		md, err := bs.addJSON(mediaTypeManifest, m)
+		if err != nil {
+			return err
+		}
+		md.Platform = &platforms[i]
+		idx.Manifests = append(idx.Manifests, md)
+	}
+	id, err := bs.addJSON(mediaTypeIndex, idx)
 	if err != nil {
 		return err
 	}
-	if _, err := zw.Write(layer.Bytes()); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	config, err := json.Marshal(map[string]any{
-		"created":      epoch.Format(time.RFC3339),
-		"architecture": "amd64",
-		"os":           "linux",
-		"config": map[string]any{
-			"Entrypoint": img.entrypoint,
-			"User":       img.user,
-			"Env":        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digest(layer.Bytes())}},
-	})
+	id.Annotations = map[string]string{annotationName: spec.Name, annotationRef: spec.tag()}
+	top, err := json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeIndex, Manifests: []descriptor{id}})
 	if err != nil {
 		return err
 	}
-	manifest, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-		"config":        map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(config), "size": len(config)},
-		"layers": []any{map[string]any{
-			"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(gz.Bytes()), "size": gz.Len(),
-		}},
-	})
-	if err != nil {
-		return err
-	}
-	index, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.index.v1+json",
-		"manifests": []any{map[string]any{
-			"mediaType": "application/vnd.oci.image.manifest.v1+json",
-			"digest":    digest(manifest),
-			"size":      len(manifest),
-			"platform":  map[string]string{"architecture": "amd64", "os": "linux"},
-			"annotations": map[string]string{
-				"io.containerd.image.name":          img.name,
-				"org.opencontainers.image.ref.name": img.name,
-			},
-		}},
-	})
-	if err != nil {
-		return err
-	}
-	out, err := os.Create(path)
+
+	out, err := os.Create(archive)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = out.Close() }()
 	aw := tar.NewWriter(out)
-	entries := []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", index},
-		{"blobs/sha256/" + digest(config)[7:], config},
-		{"blobs/sha256/" + digest(gz.Bytes())[7:], gz.Bytes()},
-		{"blobs/sha256/" + digest(manifest)[7:], manifest},
-	}
-	for _, e := range entries {
-		if err := aw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data)), ModTime: epoch}); err != nil {
+	for _, d := range []string{"blobs/", "blobs/sha256/"} {
+		if err := aw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: epoch}); err != nil {
 			return err
 		}
-		if _, err := aw.Write(e.data); err != nil {
+	}
+	write := func(name string, data []byte) error {
+		if err := aw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: epoch}); err != nil {
+			return err
+		}
+		_, err := aw.Write(data)
+		return err
+	}
+	if err := write("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+		return err
+	}
+	if err := write("index.json", top); err != nil {
+		return err
+	}
+	for _, d := range bs.names {
+		if err := write("blobs/sha256/"+strings.TrimPrefix(d, "sha256:"), bs.data[d]); err != nil {
 			return err
 		}
 	}
@@ -164,7 +350,159 @@ func parentDirs(path string) []string {
 	return out
 }
 
-func (img image) String() string { return fmt.Sprintf("%s (%d files)", img.name, len(img.files)) }
+// ociArchive is an OCI image-layout archive read into memory, its regular
+// files by name.
+type ociArchive map[string][]byte
+
+func readOCIArchive(file string) (ociArchive, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	a := ociArchive{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return a, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if a[h.Name], err = io.ReadAll(tr); err != nil {
+			return nil, fmt.Errorf("reading %s: %s: %w", file, h.Name, err)
+		}
+	}
+}
+
+// blob returns the blob d points to, after checking its size and digest.
+func (a ociArchive) blob(d descriptor) ([]byte, error) {
+	name := "blobs/" + strings.Replace(d.Digest, ":", "/", 1)
+	b, ok := a[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: no %s", d.MediaType, name)
+	}
+	if int64(len(b)) != d.Size || digest(b) != d.Digest {
+		return nil, fmt.Errorf("%s: %d bytes of digest %s, the descriptor says %d bytes of %s", name, len(b), digest(b), d.Size, d.Digest)
+	}
+	return b, nil
+}
+
+// blobJSON decodes the blob d points to into v, after checking that its
+// media type is the descriptor's.
+func (a ociArchive) blobJSON(d descriptor, v any) error {
+	b, err := a.blob(d)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s %s: %w", d.MediaType, d.Digest, err)
+	}
+	var mt struct {
+		MediaType string `json:"mediaType"`
+	}
+	if err := json.Unmarshal(b, &mt); err != nil {
+		return err
+	}
+	if mt.MediaType != "" && mt.MediaType != d.MediaType {
+		return fmt.Errorf("%s: media type %s, the descriptor says %s", d.Digest, mt.MediaType, d.MediaType)
+	}
+	return nil
+}
+
+// imageIndex returns the image index index.json names.
+func (a ociArchive) imageIndex() (index, error) {
+	var top, idx index
+	if err := json.Unmarshal(a["index.json"], &top); err != nil {
+		return idx, fmt.Errorf("index.json: %w", err)
+	}
+	if len(top.Manifests) != 1 || top.Manifests[0].MediaType != mediaTypeIndex {
+		return idx, fmt.Errorf("index.json: want one image index, have %d descriptors", len(top.Manifests))
+	}
+	return idx, a.blobJSON(top.Manifests[0], &idx)
+}
+
+// file returns the file at name (without the leading slash) in the image
+// of platform p, from its layers, after checking the manifest's config
+// says p.
+func (a ociArchive) file(p Platform, name string) ([]byte, error) {
+	idx, err := a.imageIndex()
+	if err != nil {
+		return nil, err
+	}
+	for _, md := range idx.Manifests {
+		if md.Platform == nil || *md.Platform != p {
+			continue
+		}
+		var m manifest
+		if err := a.blobJSON(md, &m); err != nil {
+			return nil, err
+		}
+		var cfg imageConfig
+		if err := a.blobJSON(m.Config, &cfg); err != nil {
+			return nil, err
+		}
+		if got := (Platform{Architecture: cfg.Architecture, OS: cfg.OS}); got != p {
+			return nil, fmt.Errorf("the manifest for %s has a config for %s", p, got)
+		}
+		for i := len(m.Layers) - 1; i >= 0; i-- {
+			b, ok, err := a.layerFile(m.Layers[i], name)
+			if err != nil || ok {
+				return b, err
+			}
+		}
+		return nil, fmt.Errorf("%s image: no /%s", p, name)
+	}
+	return nil, fmt.Errorf("no %s image in the index", p)
+}
+
+// layerFile returns the regular file name from a gzip-compressed layer.
+func (a ociArchive) layerFile(d descriptor, name string) ([]byte, bool, error) {
+	b, err := a.blob(d)
+	if err != nil {
+		return nil, false, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, false, fmt.Errorf("layer %s: %w", d.Digest, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("layer %s: %w", d.Digest, err)
+		}
+		if strings.TrimPrefix(path.Clean("/"+h.Name), "/") == name && h.Typeflag == tar.TypeReg {
+			f, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, false, fmt.Errorf("layer %s: %s: %w", d.Digest, name, err)
+			}
+			return f, true, nil
+		}
+	}
+}
+
+// AgentBinaryFromIndex returns the agent's binary (/usr/local/bin/app) for
+// linux/arch from an agent image archive BuildImageIndex wrote (make images:
+// bin/images/nettune-agent.oci.tar), checking every digest on the way.
+func AgentBinaryFromIndex(archive, arch string) ([]byte, error) {
+	a, err := readOCIArchive(archive)
+	if err != nil {
+		return nil, err
+	}
+	b, err := a.file(Platform{Architecture: arch, OS: "linux"}, appPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", archive, err)
+	}
+	return b, nil
+}
 
 // Images built by BuildImages: the chart's default registry and
 // repositories with this tag, so that the chart takes them with
@@ -174,59 +512,45 @@ const (
 	ImageTag      = "node-test"
 )
 
-// BuildImages builds the agent, the controller and the pause image from
-// source the way the Dockerfile does (static, CGO off, -trimpath, -s -w),
-// writes them as OCI archives and imports them into the node's containerd.
-// It returns how long the build and the import took.
+// pauseImage is the sandbox image, built for this machine only.
+var pauseImage = ImageSpec{Name: PauseImage, Package: "./internal/testnode/pause", Path: "pause", User: "65535"}
+
+// ImageBinary is the host's build of an image's binary, e.g.
+// nettune-agent, after BuildImages.
+func (n *Node) ImageBinary(repository string) string {
+	return binaryPath(n.Path("images"), repository, HostPlatform)
+}
+
+// BuildImages builds the agent and the controller images for
+// FleetPlatforms and the pause image for this machine (BuildImageIndex) and
+// imports each into the node's containerd with all its platforms, as
+// `k3s ctr images import --all-platforms` does on a fleet's server. It
+// returns how long the build and the import took.
 func (n *Node) BuildImages(ctx context.Context) (build, imp time.Duration, err error) {
 	start := time.Now()
 	dir := n.Path("images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
-	bins := map[string]string{
-		"nettune-agent":      "./cmd/nettune-agent",
-		"nettune-controller": "./cmd/nettune-controller",
-		"pause":              "./internal/testnode/pause",
-	}
-	for name, pkg := range bins {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
-		cmd.Dir = n.Root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, 0, fmt.Errorf("go build %s: %w: %s", pkg, err, out)
-		}
-	}
 	var archives []string
 	for _, img := range []struct {
-		name, bin, path string
-		entry           []string
-		user            string
+		spec      ImageSpec
+		platforms []Platform
 	}{
-		{ImageRegistry + "/nettune-agent:" + ImageTag, "nettune-agent", "usr/local/bin/app", []string{"/usr/local/bin/app"}, "0"},
-		{ImageRegistry + "/nettune-controller:" + ImageTag, "nettune-controller", "usr/local/bin/app", []string{"/usr/local/bin/app"}, "65532"},
-		{PauseImage, "pause", "pause", []string{"/pause"}, "65535"},
+		{AgentImage(ImageRegistry, ImageTag), FleetPlatforms},
+		{ControllerImage(ImageRegistry, ImageTag), FleetPlatforms},
+		{pauseImage, []Platform{HostPlatform}},
 	} {
-		data, err := os.ReadFile(filepath.Join(dir, img.bin))
-		if err != nil {
+		archive := filepath.Join(dir, img.spec.Repository()+".oci.tar")
+		if err := BuildImageIndex(ctx, n.Root, dir, archive, img.spec, img.platforms); err != nil {
 			return 0, 0, err
-		}
-		archive := filepath.Join(dir, img.bin+".oci.tar")
-		files := []imageFile{
-			{path: img.path, data: data, mode: 0o755},
-			// Of what distroless/static adds, the users.
-			{path: "etc/passwd", data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), mode: 0o644},
-			{path: "etc/group", data: []byte("root:x:0:\nnonroot:x:65532:\n"), mode: 0o644},
-		}
-		if err := writeOCIArchive(archive, image{name: img.name, files: files, entrypoint: img.entry, user: img.user}); err != nil {
-			return 0, 0, fmt.Errorf("writing %s: %w", archive, err)
 		}
 		archives = append(archives, archive)
 	}
 	build = time.Since(start)
 	start = time.Now()
 	for _, a := range archives {
-		if _, err := n.Ctr("images", "import", a); err != nil {
+		if _, err := n.Ctr("images", "import", "--all-platforms", a); err != nil {
 			return build, 0, err
 		}
 	}

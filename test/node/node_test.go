@@ -375,7 +375,7 @@ func TestChartOnRealNode(t *testing.T) {
 			t.Fatalf("the route was not reset: %s", out)
 		}
 		bootStart := time.Now()
-		out, err := testnode.InNode(n.Path("images", "nettune-agent"), "boot", "--state-dir", stateDir)
+		out, err := testnode.InNode(n.ImageBinary("nettune-agent"), "boot", "--state-dir", stateDir)
 		if err != nil {
 			t.Fatalf("boot: %v", err)
 		}
