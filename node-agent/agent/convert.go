@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"net"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -114,22 +115,20 @@ func interfaceTuning(s kernel.InterfaceState) v1alpha1.InterfaceTuning {
 }
 
 // Bounds of v1alpha1.KernelFeatures' lists: a longer list would make the API
-// server refuse the whole status patch.
+// server refuse the whole status patch. (Names are shorter than the API's
+// 32 characters: the kernel's are at most 15.)
 const (
 	maxTCPInfoCounters    = 16
 	maxCongestionControls = 32
-	maxCongestionName     = 32
 )
 
 // kernelFeatures is the API report of what the kernel layer probed, within
 // the API's bounds.
 func kernelFeatures(f kernel.Features) *v1alpha1.KernelFeatures {
-	k := &v1alpha1.KernelFeatures{Release: f.Release, Machine: f.Machine}
-	k.TCPInfoCounters = append([]string(nil), f.TCPInfoCounters[:min(len(f.TCPInfoCounters), maxTCPInfoCounters)]...)
-	for _, cc := range f.CongestionControls {
-		if len(k.CongestionControls) < maxCongestionControls && len(cc) <= maxCongestionName {
-			k.CongestionControls = append(k.CongestionControls, cc)
-		}
+	return &v1alpha1.KernelFeatures{
+		Release:            f.Release,
+		Machine:            f.Machine,
+		TCPInfoCounters:    slices.Clone(f.TCPInfoCounters[:min(len(f.TCPInfoCounters), maxTCPInfoCounters)]),
+		CongestionControls: slices.Clone(f.CongestionControls[:min(len(f.CongestionControls), maxCongestionControls)]),
 	}
-	return k
 }
