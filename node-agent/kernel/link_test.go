@@ -138,7 +138,7 @@ func TestCarrierFollowsPeer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := p.A.h.WaitInterface(ctx, p.devA, 10*time.Second, func(InterfaceState) bool { return false }); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled wait: %v", err)
+		t.Errorf("canceled wait: %v", err)
 	}
 }
 
