@@ -34,7 +34,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/eventlog"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -138,7 +138,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 	})
 	bad := e.profile("xavier-lan")
 	setCwnd(bad, 20)
-	r3 := fleetmodel.RevisionName(bad)
+	r3 := revision.Name(bad)
 	e.mu.Lock()
 	e.failRev[r3] = true
 	e.mu.Unlock()

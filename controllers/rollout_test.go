@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -286,7 +286,7 @@ func TestPrometheusRegressionRolledBack(t *testing.T) {
 	r1 := e.settle(p)
 	p2 := p.DeepCopy()
 	setCwnd(p2, 60)
-	r2 := fleetmodel.RevisionName(p2)
+	r2 := revision.Name(p2)
 	mu.Lock()
 	revs[r1], revs[r2] = 1.0, 1.3
 	mu.Unlock()
@@ -399,7 +399,7 @@ func beginRollout(t *testing.T, e *fleetEnv, l *testenv.Loki, newCwnd int32, sca
 	r1 = e.settle(p)
 	p2 := p.DeepCopy()
 	setCwnd(p2, newCwnd)
-	r2 = fleetmodel.RevisionName(p2)
+	r2 = revision.Name(p2)
 	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
 	pushLatencies(t, l, r2, scale, seed, allVehicles()...)
 	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
@@ -450,7 +450,7 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 	r1 := e.settle(p)
 	p2 := p.DeepCopy()
 	setCwnd(p2, 30)
-	r2 := fleetmodel.RevisionName(p2)
+	r2 := revision.Name(p2)
 	// Healthy latencies on both revisions; r2's vehicles see 50 D-SACKs a
 	// second (750 over the guard's window, above its 100), r1's none.
 	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)

@@ -45,6 +45,7 @@ import (
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -393,7 +394,7 @@ func (e *fleetEnv) settle(p *v1alpha1.NetTuningProfile) string {
 	if err := e.c.Create(e.ctx, p); err != nil {
 		e.t.Fatal(err)
 	}
-	rev := fleetmodel.RevisionName(p)
+	rev := revision.Name(p)
 	e.waitProfile(p.Name, 60*time.Second, "first revision stable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.StableRevision == rev && p.Status.Phase == v1alpha1.PhaseHealthy
 	})
@@ -413,7 +414,7 @@ func (e *fleetEnv) edit(name string, mutate func(*v1alpha1.NetTuningProfile)) st
 	}); err != nil {
 		e.t.Fatal(err)
 	}
-	return fleetmodel.RevisionName(p)
+	return revision.Name(p)
 }
 
 func metav1ObjectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

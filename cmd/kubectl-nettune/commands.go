@@ -39,6 +39,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // getProfile reads a profile, with an error that names it when it is missing.
@@ -228,7 +229,7 @@ func (c *cli) undo(ctx context.Context, name, to string) error {
 	if !strings.HasPrefix(cr.Name, name+"-") && cr.Labels[v1alpha1.ProfileLabel] != name {
 		return fmt.Errorf("revision %s/%s does not belong to profile %s (label %s=%q)", c.namespace, to, name, v1alpha1.ProfileLabel, cr.Labels[v1alpha1.ProfileLabel])
 	}
-	from := fleetmodel.RevisionName(p)
+	from := revision.Name(p)
 	if from == to {
 		fmt.Fprintf(c.stdout, "%s: the content is already revision %s; nothing to undo\n", name, to)
 		return nil
@@ -273,7 +274,7 @@ func (c *cli) updateContent(ctx context.Context, p *v1alpha1.NetTuningProfile, n
 			}
 			p = fresh
 		}
-		if now := fleetmodel.RevisionName(p); now != content {
+		if now := revision.Name(p); now != content {
 			return moved(now)
 		}
 		if err := edit(p); err != nil {

@@ -31,7 +31,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // AdoptedAnnotation (on a profile, written by experiment adopt) records the
@@ -274,7 +274,7 @@ func (c *cli) adopt(ctx context.Context, name, hardware string) error {
 		how = "canary first, as its spec.rollout says"
 	}
 	fmt.Fprintf(c.stdout, "%s: adopted variant %s (%s) from experiment %s; revision %s -> %s rolls out %s (kubectl nettune status %s -w)\n",
-		p.Name, winner, experiment.Describe(variant.Parameters), name, from, fleetmodel.RevisionName(p), how, p.Name)
+		p.Name, winner, experiment.Describe(variant.Parameters), name, from, revision.Name(p), how, p.Name)
 	return nil
 }
 

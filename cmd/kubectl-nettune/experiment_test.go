@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // TestExperimentAdoptAndStatus: the plugin against a real API server, with
@@ -42,7 +42,7 @@ func TestExperimentAdoptAndStatus(t *testing.T) {
 	if err := p.c.Create(ctx, base); err != nil {
 		t.Fatal(err)
 	}
-	baseRev := fleetmodel.RevisionName(base)
+	baseRev := revision.Name(base)
 	x := &v1alpha1.NetTuningExperiment{
 		ObjectMeta: metav1.ObjectMeta{Name: "cwnd-sweep"},
 		Spec: v1alpha1.NetTuningExperimentSpec{
@@ -113,7 +113,7 @@ func TestExperimentAdoptAndStatus(t *testing.T) {
 	if after.Annotations[AdoptedAnnotation] != "cwnd-sweep/cwnd20" {
 		t.Errorf("annotations %v", after.Annotations)
 	}
-	newRev := fleetmodel.RevisionName(after)
+	newRev := revision.Name(after)
 	if newRev == baseRev || !strings.Contains(out, baseRev+" -> "+newRev) || !strings.Contains(out, "canary first") {
 		t.Errorf("adopt said %q (revisions %s -> %s)", out, baseRev, newRev)
 	}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/nettest"
 )
@@ -159,8 +160,8 @@ func lanRollout() *v1alpha1.RolloutSpec {
 // returns the revision's name.
 func (p *plugin) storeRevision(profile *v1alpha1.NetTuningProfile) string {
 	p.t.Helper()
-	name := fleetmodel.RevisionName(profile)
-	raw, err := json.Marshal(fleetmodel.RevisionContent(profile))
+	name := revision.Name(profile)
+	raw, err := json.Marshal(revision.Content(profile))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -575,13 +576,13 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if err := json.Unmarshal(cr.Data.Raw, stored); err != nil {
 			t.Fatal(err)
 		}
-		if !equality.Semantic.DeepEqual(fleetmodel.RevisionContent(after), stored) {
-			t.Errorf("content after undo differs from revision %s:\n got %+v\nwant %+v", rev1, fleetmodel.RevisionContent(after), stored)
+		if !equality.Semantic.DeepEqual(revision.Content(after), stored) {
+			t.Errorf("content after undo differs from revision %s:\n got %+v\nwant %+v", rev1, revision.Content(after), stored)
 		}
 		if !equality.Semantic.DeepEqual(after.Spec.Rollout, before.Spec.Rollout) {
 			t.Errorf("undo changed spec.rollout:\nbefore %+v\nafter  %+v", before.Spec.Rollout, after.Spec.Rollout)
 		}
-		if got := fleetmodel.RevisionName(after); got != rev1 {
+		if got := revision.Name(after); got != rev1 {
 			t.Errorf("revision of the restored content is %s, want %s", got, rev1)
 		}
 		if after.Spec.Defaults.Cwnd.Value != 40 {
@@ -615,14 +616,14 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if err := p.c.Update(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
-		if got := fleetmodel.RevisionName(p.profile(name)); got != rev1 {
+		if got := revision.Name(p.profile(name)); got != rev1 {
 			t.Fatalf("content %s after restoring cwnd 40, want %s", got, rev1)
 		}
 		// Forward again by name.
 		if out := p.ok("undo", name, "--to-revision", rev2); !strings.Contains(out, "from revision "+rev1+" to "+rev2) {
 			t.Errorf("undo --to-revision: %q", out)
 		}
-		if got := fleetmodel.RevisionName(p.profile(name)); got != rev2 {
+		if got := revision.Name(p.profile(name)); got != rev2 {
 			t.Errorf("revision after undo --to-revision is %s, want %s", got, rev2)
 		}
 	})

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // Options is the controller's informer cache: only its own revisions
@@ -176,7 +176,7 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 
 // specBodyTrimmedAnnotation marks, in the cache only, a NodeNetTuning whose
 // spec body (routes, sysctls, interfaces, peers) was dropped because its
-// spec.revision is the content hash of its spec (render.ContentHash, the
+// spec.revision is the content hash of its spec (revision.Hash, the
 // renderer's own): that revision then stands for the body, and comparing
 // revisions is comparing bodies. It is never written: the renderer replaces
 // a spec whole (specReplace), it does not patch the cached object's
@@ -196,7 +196,7 @@ func trimSpecBody(o *v1alpha1.NodeNetTuning) {
 	spec := o.Spec
 	want := spec.Revision
 	spec.Revision = ""
-	if want == "" || render.ContentHash(spec) != want {
+	if want == "" || revision.Hash(spec) != want {
 		return
 	}
 	o.Spec.Routes, o.Spec.Sysctls, o.Spec.Interfaces, o.Spec.Peers = nil, nil, nil, nil

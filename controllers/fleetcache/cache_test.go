@@ -36,6 +36,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // TestTrimForCache: the cache keeps of a kubelet's Node only what rendering
@@ -173,7 +174,7 @@ var handEdit = v1alpha1.Sysctl{Name: "net.core.edited_by_hand", Value: "1"}
 // of the rest).
 func rehash(spec v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
 	spec.Revision = ""
-	spec.Revision = render.ContentHash(spec)
+	spec.Revision = revision.Hash(spec)
 	return spec
 }
 

@@ -38,7 +38,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/planner"
-	"github.com/nettune/nettune/controllers/render"
 )
 
 // Commands reads the plugin's annotations on a profile.
@@ -86,19 +85,6 @@ func SortedUnique(names []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// RevisionContent is the part of a profile that is rolled out: everything but
-// the rollout itself. A revision is the content-addressed, immutable copy of it.
-func RevisionContent(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
-	c := p.Spec.DeepCopy()
-	c.Rollout = nil
-	return c
-}
-
-// RevisionName is "<profile>-<hash of the content>".
-func RevisionName(p *v1alpha1.NetTuningProfile) string {
-	return p.Name + "-" + render.ContentHash(RevisionContent(p))
 }
 
 // Selection is a profile's node selector and vehicle label.

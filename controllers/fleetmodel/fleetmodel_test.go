@@ -148,19 +148,6 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-func TestRevisionNameIgnoresTheRollout(t *testing.T) {
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	q := p.DeepCopy()
-	q.Spec.Rollout = &v1alpha1.RolloutSpec{MaxUnavailable: nil}
-	if RevisionName(p) != RevisionName(q) {
-		t.Error("the rollout changed the revision")
-	}
-	q.Spec.VehicleLabel = "other"
-	if RevisionName(p) == RevisionName(q) {
-		t.Error("the content did not change the revision")
-	}
-}
-
 // BenchmarkPlanFleet is one profile reconcile's decision over a
 // 30,000-node fleet (6,000 vehicles of 5 nodes) in the middle of a staged
 // rollout: the selection, the observation of every node's report and the

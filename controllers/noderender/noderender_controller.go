@@ -26,7 +26,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +50,7 @@ import (
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // vehicleIndex indexes Nodes by the default vehicle label's value.
@@ -248,16 +248,9 @@ func (r *Reconciler) content(ctx context.Context, name string) (*v1alpha1.NetTun
 	if v, ok := r.contents.Load(name); ok {
 		return v.(*v1alpha1.NetTuningProfileSpec), nil
 	}
-	cr := &appsv1.ControllerRevision{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, cr); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read revision %s: %w", name, err)
-	}
-	spec := &v1alpha1.NetTuningProfileSpec{}
-	if err := json.Unmarshal(cr.Data.Raw, spec); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", name, err)
+	spec, err := revision.NewStore(r.Client, r.Namespace).Read(ctx, name)
+	if err != nil || spec == nil {
+		return nil, err
 	}
 	r.contents.Store(name, spec)
 	return spec, nil

@@ -48,6 +48,7 @@ import (
 	"github.com/nettune/nettune/controllers/liveness"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // Reconciler rolls a NetTuningProfile out: it keeps its revisions,
@@ -234,9 +235,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTunin
 // emit announces what was done
 // (events, metrics); it runs only once the status is written.
 func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
-	revs := newRevisions(r.Client, r.Namespace)
-	rev := fleetmodel.RevisionName(p)
-	if err := revs.ensure(ctx, p, rev, r.Scheme); err != nil {
+	revs := revision.NewStore(r.Client, r.Namespace)
+	rev := revision.Name(p)
+	if err := revs.Ensure(ctx, p, rev, r.Scheme); err != nil {
 		return planner.Output{}, nil, err
 	}
 	// The cache's own objects, read only (fleetmodel copies what it keeps):
@@ -293,7 +294,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	for _, rv := range out.Status.Revisions {
 		keep[rv.Name] = true
 	}
-	if err := revs.prune(ctx, p, keep); err != nil {
+	if err := revs.Prune(ctx, p, keep); err != nil {
 		return planner.Output{}, nil, err
 	}
 	return out, emit, nil

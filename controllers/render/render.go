@@ -74,15 +74,13 @@
 // spec.profiles lists every input (name, revision), sorted by name. Routes are
 // sorted by destination (IPv4 first, then by address and prefix length),
 // sysctls, interfaces and peers by name. List sizes are capped at the CRD's
-// maxItems, with a warning for what is cut. spec.revision is ContentHash of
+// maxItems, with a warning for what is cut. spec.revision is revision.Hash of
 // the spec with an empty revision.
 package render
 
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -94,6 +92,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // DefaultProbePort is the port of the peer agent that post-apply probes
@@ -165,22 +164,9 @@ type Conflict struct {
 
 // Result is a rendered node spec with what the controller should report.
 type Result struct {
-	Spec      v1alpha1.NodeNetTuningSpec // Revision set to ContentHash of the rest
+	Spec      v1alpha1.NodeNetTuningSpec // Revision set to revision.Hash of the rest
 	Conflicts []Conflict
 	Warnings  []string
-}
-
-// ContentHash is a short stable hash of v: the first 10 lowercase hex
-// characters of the SHA-256 of its JSON encoding (struct fields in declaration
-// order, map keys sorted). It panics if v cannot be encoded as JSON, which no
-// API type does.
-func ContentHash(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("render: ContentHash: %v", err))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:10]
 }
 
 // candidate is one profile's rendering of one keyed item.
@@ -297,7 +283,7 @@ func Render(node Node, vehicleNodes []Node, inputs []Input) Result {
 	spec.Interfaces = capList(r, spec.Interfaces, MaxInterfaces, "interfaces", func(x v1alpha1.InterfaceTuning) string { return x.Name })
 	spec.Peers = capList(r, spec.Peers, MaxPeers, "peers", func(x v1alpha1.Peer) string { return x.Host })
 
-	spec.Revision = ContentHash(spec)
+	spec.Revision = revision.Hash(spec)
 	return Result{Spec: spec, Conflicts: conflicts, Warnings: slices.Sorted(maps.Keys(r.warnings))}
 }
 

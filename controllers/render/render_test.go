@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // ---- helpers ----
@@ -78,7 +79,7 @@ func find(t *testing.T, nodes []Node, name string) Node {
 }
 
 func in(name string, spec v1alpha1.NetTuningProfileSpec) Input {
-	return Input{Profile: name, Revision: name + "-" + ContentHash(spec), Spec: &spec}
+	return Input{Profile: name, Revision: name + "-" + revision.Hash(spec), Spec: &spec}
 }
 
 func routeTo(spec v1alpha1.NodeNetTuningSpec, dst string) *v1alpha1.NodeRoute {
@@ -140,7 +141,7 @@ func checkValid(t *testing.T, res Result) {
 	}
 	c := spec.DeepCopy()
 	c.Revision = ""
-	if h := ContentHash(c); h != spec.Revision {
+	if h := revision.Hash(c); h != spec.Revision {
 		t.Errorf("revision %s is not ContentHash of the spec (%s)", spec.Revision, h)
 	}
 	if len(spec.Profiles) > MaxProfiles || len(spec.Routes) > MaxRoutes || len(spec.Sysctls) > MaxSysctls ||
@@ -983,49 +984,5 @@ func TestNodeFromCore(t *testing.T) {
 	}
 	if got := NodeFromCore(nil); !reflect.DeepEqual(got, Node{}) {
 		t.Errorf("NodeFromCore(nil) = %+v", got)
-	}
-}
-
-func TestContentHash(t *testing.T) {
-	spec := v1alpha1.NodeNetTuningSpec{Routes: []v1alpha1.NodeRoute{{Destination: "192.168.10.12/32",
-		Parameters: v1alpha1.TCPParameters{Cwnd: cwndLocked(30, true), RTOMin: dur("10ms")}}}}
-	h := ContentHash(spec)
-	if len(h) != 10 || strings.Trim(h, "0123456789abcdef") != "" {
-		t.Fatalf("hash %q is not 10 lowercase hex characters", h)
-	}
-	// Golden (sha256 of the JSON
-	// {"revision":"","routes":[{"destination":"192.168.10.12/32","parameters":{"cwnd":{"value":30,"lock":true},"rtoMin":"10ms"}}]},
-	// checked with sha256sum): a change of encoding or algorithm would re-roll
-	// every revision in the fleet.
-	if want := "29688f5656"; h != want {
-		t.Errorf("ContentHash = %s, want %s", h, want)
-	}
-	if ContentHash(spec.DeepCopy()) != h {
-		t.Errorf("hash of an equal copy differs")
-	}
-	// Equal durations written differently hash the same.
-	alt := spec.DeepCopy()
-	alt.Routes[0].Parameters.RTOMin = &metav1.Duration{Duration: 10 * time.Millisecond}
-	if ContentHash(alt) != h {
-		t.Errorf("hash depends on how the duration was built")
-	}
-	if ContentHash(map[string]int{"a": 1, "b": 2}) != ContentHash(map[string]int{"b": 2, "a": 1}) {
-		t.Errorf("map hash depends on insertion order")
-	}
-	for name, mod := range map[string]func(*v1alpha1.NodeNetTuningSpec){
-		"cwnd":     func(s *v1alpha1.NodeNetTuningSpec) { s.Routes[0].Parameters.Cwnd.Value = 29 },
-		"lock":     func(s *v1alpha1.NodeNetTuningSpec) { *s.Routes[0].Parameters.Cwnd.Lock = false },
-		"rtoMin":   func(s *v1alpha1.NodeNetTuningSpec) { s.Routes[0].Parameters.RTOMin.Duration = 11 * time.Millisecond },
-		"dest":     func(s *v1alpha1.NodeNetTuningSpec) { s.Routes[0].Destination = "192.168.10.13/32" },
-		"quickack": func(s *v1alpha1.NodeNetTuningSpec) { s.Routes[0].Parameters.Quickack = b(false) },
-		"sysctl": func(s *v1alpha1.NodeNetTuningSpec) {
-			s.Sysctls = []v1alpha1.Sysctl{{Name: "net.core.somaxconn", Value: "1"}}
-		},
-	} {
-		c := spec.DeepCopy()
-		mod(c)
-		if ContentHash(c) == h {
-			t.Errorf("hash unchanged after changing %s", name)
-		}
 	}
 }

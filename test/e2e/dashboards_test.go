@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/test/dashboards"
@@ -86,7 +86,7 @@ func testRevert(t *testing.T) {
 		p.Spec.Rollout.FailureBudget = ptr(intstr.FromInt32(0))
 	})
 	p := waitProfile(t, 2*time.Minute, "rolled back on the failure budget", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.FailedRevision == fleetmodel.RevisionName(p)
+		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.FailedRevision == revision.Name(p)
 	})
 	t.Logf("kubectl edit -> rolled back: %s", time.Since(began).Round(time.Millisecond))
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRolledBack); c == nil || c.Reason != "FailureBudgetExceeded" || !strings.Contains(c.Message, revertVehicle) {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 )
 
 // demoAnalyses reads the judge and the TCP guard of the demo's v2 profile.
@@ -59,7 +59,7 @@ func TestExperiment(t *testing.T) {
 	if err := f.CP.Client.Get(ctx, client.ObjectKey{Name: profile}, existing); err != nil {
 		// Run alone (-run TestExperiment): the stage-1 profile is the base.
 		apply(t, "01-xavier-lan-v1.yaml")
-	} else if fleetmodel.RevisionName(existing) != existing.Status.StableRevision {
+	} else if revision.Name(existing) != existing.Status.StableRevision {
 		for attempt := 1; ; attempt++ {
 			out, err := f.Plugin(ctx, "undo", profile)
 			if err == nil {

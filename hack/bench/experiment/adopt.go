@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/fleet"
 )
 
@@ -73,7 +73,7 @@ func runAdoption(ctx context.Context, f *fleet.Fleet, c config, judge v1alpha1.A
 	}
 	stable := func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.ObservedGeneration == p.Generation && p.Status.Phase == v1alpha1.PhaseHealthy &&
-			p.Status.CurrentRevision == fleetmodel.RevisionName(p) && p.Status.StableRevision == p.Status.CurrentRevision &&
+			p.Status.CurrentRevision == revision.Name(p) && p.Status.StableRevision == p.Status.CurrentRevision &&
 			p.Status.Vehicles.Verified == p.Status.Vehicles.Total
 	}
 	if _, err := waitBase(ctx, getBase, 5*time.Minute, stable); err != nil {
@@ -140,7 +140,7 @@ func runAdoption(ctx context.Context, f *fleet.Fleet, c config, judge v1alpha1.A
 	if err != nil {
 		return a, err
 	}
-	a.newRev = fleetmodel.RevisionName(p)
+	a.newRev = revision.Name(p)
 	// The canary holds for adoptPause: read the fleet then.
 	canary, err := waitBase(ctx, getBase, 3*time.Minute, func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentRevision == a.newRev && p.Status.CurrentStep != nil && *p.Status.CurrentStep == 0 &&

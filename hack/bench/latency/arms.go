@@ -18,6 +18,7 @@ import (
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/test/testbed"
 )
 
@@ -67,7 +68,7 @@ func loadArms(dir string, names []string) ([]*arm, error) {
 				return nil, fmt.Errorf("%s: %w", a.File, err)
 			}
 			a.Profile = &p
-			a.Revision = p.Name + "-" + render.ContentHash(p.Spec)
+			a.Revision = p.Name + "-" + revision.Hash(p.Spec)
 		}
 		out = append(out, a)
 	}

@@ -12,7 +12,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
-	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/test/testbed"
 )
@@ -134,7 +134,7 @@ func (b *bench) recommendArm(ctx context.Context, agent *agentRunner, base *arm)
 	rec := recs[0]
 	p := base.Profile.DeepCopy()
 	p.Spec.HostPairs = append(p.Spec.HostPairs, v1alpha1.HostPair{From: "*", To: b.receiver.Name, Parameters: rec.Parameters.DeepCopy()})
-	a := &arm{Name: "recommended", Profile: p, Revision: p.Name + "-" + render.ContentHash(p.Spec),
+	a := &arm{Name: "recommended", Profile: p, Revision: p.Name + "-" + revision.Hash(p.Spec),
 		Title: fmt.Sprintf("recommended (v2 with the pairs into %s set from sock_diag under load: %s)", b.receiver.Name, experiment.Describe(rec.Parameters))}
 	lines := []string{fmt.Sprintf("sampled %d polls of sock_diag in %d hosts' namespaces during one run under kernel defaults: %d senders at once into %s, %d RTT samples",
 		s.polls, len(s.handles), s.senders, b.receiver.Name, len(s.rtts))}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package profile
+package revision
 
 import (
 	"context"
@@ -29,25 +29,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
-	"github.com/nettune/nettune/controllers/render"
 )
 
-// revisions stores revision contents as apps/v1 ControllerRevisions owned by
+// Store stores revision contents as apps/v1 ControllerRevisions owned by
 // the profile (the node renderer reads them back). ControllerRevisions are
 // namespaced; they live in the controller's namespace.
-type revisions struct {
+type Store struct {
 	c         client.Client
 	namespace string
 }
 
-func newRevisions(c client.Client, namespace string) *revisions {
-	return &revisions{c: c, namespace: namespace}
+// NewStore is the store of c's ControllerRevisions in namespace.
+func NewStore(c client.Client, namespace string) *Store {
+	return &Store{c: c, namespace: namespace}
 }
 
-// ensure stores the profile's current content as revision name.
-func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, name string, scheme *runtime.Scheme) error {
-	content := fleetmodel.RevisionContent(p)
+// Ensure stores the profile's current content as revision name.
+func (r *Store) Ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, name string, scheme *runtime.Scheme) error {
+	content := Content(p)
 	raw, err := json.Marshal(content)
 	if err != nil {
 		return fmt.Errorf("encode revision %s: %w", name, err)
@@ -75,8 +74,8 @@ func (r *revisions) ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, na
 	return nil
 }
 
-// prune deletes the profile's ControllerRevisions that are not in keep.
-func (r *revisions) prune(ctx context.Context, p *v1alpha1.NetTuningProfile, keep map[string]bool) error {
+// Prune deletes the profile's ControllerRevisions that are not in keep.
+func (r *Store) Prune(ctx context.Context, p *v1alpha1.NetTuningProfile, keep map[string]bool) error {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.c.List(ctx, list, client.InNamespace(r.namespace), client.MatchingLabels{v1alpha1.ProfileLabel: labelValue(p.Name)}); err != nil {
 		return fmt.Errorf("list revisions: %w", err)
@@ -107,5 +106,22 @@ func labelValue(s string) string {
 	if len(s) <= 63 {
 		return s
 	}
-	return s[:52] + "-" + render.ContentHash(s)
+	return s[:52] + "-" + Hash(s)
+}
+
+// Read reads revision name's content (nil when it does not exist, or is not
+// yet in the client's cache).
+func (r *Store) Read(ctx context.Context, name string) (*v1alpha1.NetTuningProfileSpec, error) {
+	cr := &appsv1.ControllerRevision{}
+	if err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read revision %s: %w", name, err)
+	}
+	spec := &v1alpha1.NetTuningProfileSpec{}
+	if err := json.Unmarshal(cr.Data.Raw, spec); err != nil {
+		return nil, fmt.Errorf("decode revision %s: %w", name, err)
+	}
+	return spec, nil
 }
