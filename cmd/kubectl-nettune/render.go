@@ -143,18 +143,8 @@ func stepText(p *v1alpha1.NetTuningProfile, i int32) string {
 	if int(i) >= len(ss) || i < 0 {
 		return "every vehicle, then stable"
 	}
-	s := ss[i]
-	switch {
-	case s.SetVehicles != nil && s.SetVehicles.Count != nil:
-		return fmt.Sprintf("setVehicles %d", *s.SetVehicles.Count)
-	case s.SetVehicles != nil && s.SetVehicles.Percent != nil:
-		return fmt.Sprintf("setVehicles %d%%", *s.SetVehicles.Percent)
-	case s.Pause != nil && s.Pause.Duration != nil:
-		return "pause " + shortDuration(s.Pause.Duration.Duration)
-	case s.Pause != nil:
-		return "pause until promoted"
-	case s.Analysis != nil:
-		return "analysis " + strings.Join(s.Analysis.Names(), " + ")
+	if t := planner.StepText(ss[i], shortDuration, " + "); t != "" {
+		return t
 	}
 	return "(empty step)"
 }

@@ -21,6 +21,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
@@ -264,18 +265,28 @@ func describeStep(steps []v1alpha1.RolloutStep, i int32) string {
 	if int(i) >= len(steps) {
 		return "(all vehicles)"
 	}
-	s := steps[i]
+	if t := StepText(steps[i], time.Duration.String, ", "); t != "" {
+		return "(" + t + ")"
+	}
+	return ""
+}
+
+// StepText names a rollout step: "setVehicles 3", "setVehicles 50%",
+// "pause " and its duration as d formats it, "pause until promoted",
+// "analysis " and its analyses joined by sep; "" for an empty step. The
+// planner's conditions and the kubectl plugin describe steps with it.
+func StepText(s v1alpha1.RolloutStep, d func(time.Duration) string, sep string) string {
 	switch {
 	case s.SetVehicles != nil && s.SetVehicles.Count != nil:
-		return fmt.Sprintf("(setVehicles %d)", *s.SetVehicles.Count)
+		return fmt.Sprintf("setVehicles %d", *s.SetVehicles.Count)
 	case s.SetVehicles != nil && s.SetVehicles.Percent != nil:
-		return fmt.Sprintf("(setVehicles %d%%)", *s.SetVehicles.Percent)
+		return fmt.Sprintf("setVehicles %d%%", *s.SetVehicles.Percent)
 	case s.Pause != nil && s.Pause.Duration != nil:
-		return fmt.Sprintf("(pause %s)", s.Pause.Duration.Duration)
+		return "pause " + d(s.Pause.Duration.Duration)
 	case s.Pause != nil:
-		return "(pause until promoted)"
+		return "pause until promoted"
 	case s.Analysis != nil:
-		return fmt.Sprintf("(analysis %s)", strings.Join(s.Analysis.Names(), ", "))
+		return "analysis " + strings.Join(s.Analysis.Names(), sep)
 	}
 	return ""
 }
