@@ -156,7 +156,7 @@ const (
 type seqVehicle struct {
 	planner.Vehicle
 	model  string
-	ring   bool // labelled for the selector canary
+	ring   bool // labeled for the selector canary
 	online bool
 	// lag is how many more ticks the agents take to apply and verify (or
 	// fail) the assigned revision.
@@ -295,10 +295,10 @@ func (w *seqWorld) edit(rev string) string {
 		w.revs++
 		rev = fmt.Sprintf("r%d", w.revs)
 	}
-	switch {
-	case rev == w.stable:
+	switch rev {
+	case w.stable:
 		w.seen["edit back to the stable revision"]++
-	case rev == w.lastRolledBack:
+	case w.lastRolledBack:
 		w.seen["edit back to the rolled-back revision"]++
 	}
 	if w.rolling() && w.ep.revision != rev {
@@ -728,7 +728,7 @@ func (w *seqWorld) cohort(in planner.Input, out planner.Output) ([]string, strin
 	if want == nil {
 		want = []string{}
 	}
-	if !slices.Equal(out.Status.CanaryVehicles, want) && !(len(want) == 0 && len(out.Status.CanaryVehicles) == 0) {
+	if !slices.Equal(out.Status.CanaryVehicles, want) && (len(want) != 0 || len(out.Status.CanaryVehicles) != 0) {
 		return nil, fmt.Sprintf("canaries %v, want %v from the spec's canary", out.Status.CanaryVehicles, want)
 	}
 	return want, ""
@@ -764,7 +764,7 @@ func (w *seqWorld) stepDone(i int) (done, promoted bool, why string) {
 		for _, name := range s.Analysis.Names() {
 			verdict := w.ep.verdicts[k][name]
 			spec := seqAnalysisSpec(w.rollout, name)
-			if verdict != v1alpha1.AnalysisSuccessful && !(spec.DryRun && v1alpha1.AnalysisTerminal(verdict)) {
+			if verdict != v1alpha1.AnalysisSuccessful && (!spec.DryRun || !v1alpha1.AnalysisTerminal(verdict)) {
 				return false, false, fmt.Sprintf("analysis %s of step %d has not passed (verdict %q) nor was the step promoted", name, i, verdict)
 			}
 		}
@@ -886,7 +886,7 @@ func (w *seqWorld) check(in planner.Input, out planner.Output, final bool) {
 		fail("maxUnavailable", "%d vehicle(s) start %s (%s) while %d reachable vehicle(s) are in flight (%s): %d > maxUnavailable %d (%s of %d active vehicles)",
 			len(f.starts), rev, strings.Join(f.starts, " "), len(f.before), strings.Join(f.before, " "), len(f.before)+len(f.starts), f.limit, seqIntOrString(w.rollout.MaxUnavailable), len(act))
 	}
-	if len(f.counted) > f.limit && !(w.ep.maxLimit > f.limit && len(f.starts) == 0 && len(f.counted) <= w.prevCounted) {
+	if len(f.counted) > f.limit && (w.ep.maxLimit <= f.limit || len(f.starts) != 0 || len(f.counted) > w.prevCounted) {
 		fail("maxUnavailable", "%d reachable vehicles in flight on %s (%s) > maxUnavailable %d (%s of %d active vehicles)",
 			len(f.counted), rev, strings.Join(f.counted, " "), f.limit, seqIntOrString(w.rollout.MaxUnavailable), len(act))
 	}
@@ -1058,7 +1058,7 @@ func (w *seqWorld) record(out planner.Output, measured []string) {
 	slices.Sort(revs)
 	var flying []string
 	for _, v := range w.fleet {
-		if out.Assign[v.Name] == w.revision && w.rolling() && !(v.Assigned == w.revision && (v.Verified || v.Failed)) {
+		if out.Assign[v.Name] == w.revision && w.rolling() && (v.Assigned != w.revision || !v.Verified && !v.Failed) {
 			flying = append(flying, v.Name)
 		}
 	}
@@ -1687,7 +1687,7 @@ func runSeqRandom(t *testing.T, seed int64) *seqWorld {
 			}
 		}
 		if calm && w.status.Phase == v1alpha1.PhasePaused && w.status.CurrentStep != nil &&
-			!(w.commands.PromoteStep != nil && *w.commands.PromoteStep == *w.status.CurrentStep && w.commands.PromoteRevision == w.status.CurrentRevision) {
+			(w.commands.PromoteStep == nil || *w.commands.PromoteStep != *w.status.CurrentStep || w.commands.PromoteRevision != w.status.CurrentRevision) {
 			w.promote()
 		}
 		out := w.step()
