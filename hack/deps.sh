@@ -21,6 +21,14 @@ echo "deps: apt-get install ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The prometheus package may start a daemon on :9090; the tests start their own.
-if command -v systemctl >/dev/null 2>&1; then systemctl stop prometheus 2>/dev/null || true; fi
-pkill -x prometheus 2>/dev/null || true
+# The prometheus package just installed may have started its daemon on :9090
+# (the tests start their own): stop it through the package's own service,
+# which stops only the process it started. A prometheus the user runs is
+# never touched, and nothing is stopped when the package was already there.
+if printf '%s\n' "${need[@]}" | grep -qx prometheus; then
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    systemctl stop prometheus
+  elif [ -x /etc/init.d/prometheus ]; then
+    /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+fi
