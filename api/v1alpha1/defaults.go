@@ -10,6 +10,8 @@ const (
 	DefaultUnreachableAfter   = 2 * time.Minute
 	DefaultUnreachableTimeout = 10 * time.Minute
 	DefaultAnalysisInterval   = time.Minute
+	DefaultAnalysisWindow     = 5 * time.Minute
+	DefaultJudgeStep          = 5 * time.Second
 )
 
 // GetUnreachableAfter is unreachableAfter or its default (r may be nil).
@@ -35,6 +37,24 @@ func (a *AnalysisSpec) GetInterval() time.Duration {
 		return a.Interval.Duration
 	}
 	return DefaultAnalysisInterval
+}
+
+// GetWindow is the analysis' window, or its default when unset or not
+// positive.
+func (a *AnalysisSpec) GetWindow() time.Duration {
+	if a.Window != nil && a.Window.Duration > 0 {
+		return a.Window.Duration
+	}
+	return DefaultAnalysisWindow
+}
+
+// GetStep is the judge's step, or its default when unset or not positive
+// (j may be nil).
+func (j *JudgeSpec) GetStep() time.Duration {
+	if j != nil && j.Step != nil && j.Step.Duration > 0 {
+		return j.Step.Duration
+	}
+	return DefaultJudgeStep
 }
 
 // GetVehicleLabel is vehicleLabel or its default.

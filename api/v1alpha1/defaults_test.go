@@ -24,13 +24,18 @@ func TestDefaultsMatchTheCRD(t *testing.T) {
 	rollout := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["rollout"].Properties
 	analysis := rollout["analyses"].Items.Schema.Properties
 	for field, want := range map[string]time.Duration{
-		"unreachableAfter":    DefaultUnreachableAfter,
-		"unreachableTimeout":  DefaultUnreachableTimeout,
-		"analyses[].interval": DefaultAnalysisInterval,
+		"unreachableAfter":      DefaultUnreachableAfter,
+		"unreachableTimeout":    DefaultUnreachableTimeout,
+		"analyses[].interval":   DefaultAnalysisInterval,
+		"analyses[].window":     DefaultAnalysisWindow,
+		"analyses[].judge.step": DefaultJudgeStep,
 	} {
 		def := rollout[field].Default
 		if f, ok := strings.CutPrefix(field, "analyses[]."); ok {
 			def = analysis[f].Default
+			if s, ok := strings.CutPrefix(f, "judge."); ok {
+				def = analysis["judge"].Properties[s].Default
+			}
 		}
 		if def == nil {
 			t.Errorf("CRD field rollout.%s has no default", field)
@@ -51,5 +56,12 @@ func TestDefaultsMatchTheCRD(t *testing.T) {
 	}
 	if got := (&AnalysisSpec{}).GetInterval(); got != DefaultAnalysisInterval {
 		t.Errorf("an analysis without interval: %s, want %s", got, DefaultAnalysisInterval)
+	}
+	if got := (&AnalysisSpec{}).GetWindow(); got != DefaultAnalysisWindow {
+		t.Errorf("an analysis without window: %s, want %s", got, DefaultAnalysisWindow)
+	}
+	var nilJudge *JudgeSpec
+	if got := nilJudge.GetStep(); got != DefaultJudgeStep {
+		t.Errorf("a nil judge's step: %s, want %s", got, DefaultJudgeStep)
 	}
 }

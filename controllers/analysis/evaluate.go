@@ -52,7 +52,7 @@ type Measurement struct {
 // +kubebuilder:default values).
 const (
 	DefaultInterval              = v1alpha1.DefaultAnalysisInterval
-	DefaultWindow                = 5 * time.Minute
+	DefaultWindow                = v1alpha1.DefaultAnalysisWindow
 	DefaultMeasurements          = int32(3)
 	DefaultMinSamples            = int64(100)
 	DefaultFailureLimit          = int32(0)
@@ -62,14 +62,6 @@ const (
 
 // Interval returns spec.interval or its default (spec.GetInterval).
 func Interval(spec *v1alpha1.AnalysisSpec) time.Duration { return spec.GetInterval() }
-
-// Window returns spec.window or DefaultWindow.
-func Window(spec *v1alpha1.AnalysisSpec) time.Duration {
-	if spec.Window != nil && spec.Window.Duration > 0 {
-		return spec.Window.Duration
-	}
-	return DefaultWindow
-}
 
 func measurements(spec *v1alpha1.AnalysisSpec) int32 {
 	if spec.Measurements != nil && *spec.Measurements > 0 {
@@ -129,7 +121,7 @@ func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.Anal
 // measureQuery is Measure of a query analysis.
 func measureQuery(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	m := Measurement{At: at}
-	window := Window(spec)
+	window := spec.GetWindow()
 	samplesTmpl := ""
 	if spec.SamplesQuery != nil {
 		samplesTmpl = strings.TrimSpace(*spec.SamplesQuery)

@@ -20,7 +20,7 @@ const (
 	DefaultJudgeQuantile    = 0.99
 	DefaultJudgeConfidence  = 0.99
 	DefaultJudgeMaxIncrease = 0.005
-	DefaultJudgeStep        = 5 * time.Second
+	DefaultJudgeStep        = v1alpha1.DefaultJudgeStep
 	// DefaultJudgeMinIntervals is the fewest per-interval values per cohort
 	// the rank test runs on (JudgeConfig.MinIntervals 0 means this).
 	DefaultJudgeMinIntervals = 5
@@ -83,20 +83,6 @@ func judgeThreshold(j *v1alpha1.JudgeSpec) time.Duration {
 	return j.Threshold.Duration
 }
 
-// JudgeSampleMinimum is the messages each cohort needs on a pair before the
-// pair is judged: max(minSamples, ceil(3/(1-quantile))).
-func JudgeSampleMinimum(cfg JudgeConfig) int64 {
-	return judgeSampleMinimum(cfg.Quantile, cfg.MinSamples)
-}
-
-// JudgeStep returns judge.step or DefaultJudgeStep.
-func JudgeStep(j *v1alpha1.JudgeSpec) time.Duration {
-	if j != nil && j.Step != nil && j.Step.Duration > 0 {
-		return j.Step.Duration
-	}
-	return DefaultJudgeStep
-}
-
 // MeasureJudge takes one measurement of a judge analysis at the instant at:
 // it renders and runs slowQuery and totalQuery (and intervalQuery as a range
 // query over the window, when set) for the canary and the baseline cohort,
@@ -122,8 +108,8 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 		return errorMeasurement(at, fmt.Errorf("the %s client cannot run per-pair queries", spec.Provider))
 	}
 	j := spec.Judge
-	step := JudgeStep(j)
-	window, err := judgeWindow(Window(spec), step, canary.Since, at)
+	step := j.GetStep()
+	window, err := judgeWindow(spec.GetWindow(), step, canary.Since, at)
 	if err != nil {
 		r := JudgeResult{Verdict: VerdictInconclusive, Message: err.Error()}
 		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}

@@ -189,12 +189,15 @@ func (r *report) markdown() string {
 	}
 	judgeLine := func(j *v1alpha1.AnalysisSpec, what string) string {
 		cfg, _ := analysis.JudgeConfigFor(j)
+		// The per-cohort per-pair minimum as the judge applies it (a
+		// judgement of no pairs still reports it).
+		minimum := analysis.Judge(cfg, nil).MinSamples
 		ratio := cfg.MaxRatio
 		if ratio == 0 {
 			ratio = 1
 		}
 		return fmt.Sprintf("`%s` (%s): per host pair, %s; Fail when the canary's share is larger than %g x the baseline's + %.2g percentage points at %.3g %% confidence (Bonferroni over the pairs) and the rank test of each vehicle's per-%s values (`intervalQuery`) confirms for every canary vehicle on its own, Pass at that confidence that it is not, at least %d per cohort and pair (quantile %g); every %s over at most %s, from one step after the first measurement",
-			j.Name, j.Provider, what, ratio, 100*cfg.MaxIncrease, 100*cfg.Confidence, analysis.JudgeStep(j.Judge), analysis.JudgeSampleMinimum(cfg), cfg.Quantile, analysis.Interval(j), analysis.Window(j))
+			j.Name, j.Provider, what, ratio, 100*cfg.MaxIncrease, 100*cfg.Confidence, j.Judge.GetStep(), minimum, cfg.Quantile, analysis.Interval(j), j.GetWindow())
 	}
 	if j := spec("judge"); j != nil && j.Judge != nil && j.Judge.Threshold != nil {
 		fmt.Fprintf(&b, "- **judge**: %s.\n", judgeLine(j, fmt.Sprintf("the share of messages slower than %s", j.Judge.Threshold.Duration)))
@@ -205,7 +208,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- **%s**: the demo's analysis step, `analysis: {name: judge, with: [guard]}`, derived from the two as the planner combines them: the first failure (or inconclusive result) decides; a pass needs both.\n", stepMethod)
 	if t := spec("threshold"); t != nil {
 		fmt.Fprintf(&b, "- **threshold** (`%s`, the demo's analysis before the judge, `hack/bench/detection/threshold.yaml`): the canary's worst destination host p99.9 against the baseline's x %s + %s ms, %d measurements, at least %d samples; every %s over %s.\n\n",
-			t.Name, *t.MaxBaselineFactor, *t.MaxBaselineOffset, *t.Measurements, *t.MinSamples, analysis.Interval(t), analysis.Window(t))
+			t.Name, *t.MaxBaselineFactor, *t.MaxBaselineOffset, *t.Measurements, *t.MinSamples, analysis.Interval(t), t.GetWindow())
 	}
 	fmt.Fprintf(&b, "Goal: every bad edit rolled back, no false rollback, a decision within two analysis intervals of the minimum samples.\n\n")
 	b.WriteString("## Result\n\n")
