@@ -30,20 +30,6 @@ import (
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-func node(name, vehicle, hw string, extra map[string]string) corev1.Node {
-	l := map[string]string{"role": "av"}
-	if vehicle != "" {
-		l[v1alpha1.DefaultVehicleLabel] = vehicle
-	}
-	if hw != "" {
-		l[v1alpha1.DefaultHardwareLabel] = hw
-	}
-	for k, v := range extra {
-		l[k] = v
-	}
-	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-}
-
 // report is a NodeNetTuning for profile p at revision rev, verified or not,
 // last heard from at seen (zero: never).
 func report(name, rev string, verified bool, seen time.Time) *v1alpha1.NodeNetTuning {
@@ -61,26 +47,11 @@ func report(name, rev string, verified bool, seen time.Time) *v1alpha1.NodeNetTu
 	return n
 }
 
-func TestSelectAndObserve(t *testing.T) {
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "av"}}
-	nodes := []corev1.Node{
-		node("av-2-b", "av-2", "orin", map[string]string{"zone": "x"}),
-		node("av-2-a", "av-2", "xavier", map[string]string{"zone": "x"}),
-		node("av-1-a", "av-1", "xavier", map[string]string{"zone": "x"}),
-		node("av-1-b", "av-1", "xavier", map[string]string{"zone": "y"}),
-		node("stray", "", "xavier", nil),
-		{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{v1alpha1.DefaultVehicleLabel: "av-9"}}},
-	}
+func TestObserve(t *testing.T) {
+	p, nodes := avFleet()
 	f, err := Select(p, nodes)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(f.Vehicles) != 2 || f.Vehicles["av-2"][0].Name != "av-2-a" || !reflect.DeepEqual(f.Unlabelled, []string{"stray"}) {
-		t.Fatalf("fleet %+v", f)
-	}
-	if f.VehicleOf("av-1-b") != "av-1" || f.VehicleOf("other") != "" {
-		t.Errorf("VehicleOf: %q %q", f.VehicleOf("av-1-b"), f.VehicleOf("other"))
 	}
 
 	now := time.Now()
@@ -103,11 +74,6 @@ func TestSelectAndObserve(t *testing.T) {
 		!reflect.DeepEqual(b.Hardware, []string{"orin", "xavier"}) || b.Labels.Get("zone") != "x" || !b.Labels.Has("zone") {
 		t.Errorf("av-2 %+v", b)
 	}
-
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Bogus"}}}
-	if _, err := Select(p, nodes); err == nil {
-		t.Error("a bad selector was accepted")
-	}
 }
 
 func TestNodeReport(t *testing.T) {
@@ -128,23 +94,6 @@ func TestNodeReport(t *testing.T) {
 	}
 	if v, f, seen := NodeReport(nil); v || f || !seen.IsZero() {
 		t.Error("no report is not empty")
-	}
-}
-
-func TestCommands(t *testing.T) {
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-		v1alpha1.PromoteAnnotation: PromoteValue("p-abc", 2),
-		v1alpha1.AbortAnnotation:   " p-abc ",
-		v1alpha1.ExcludeAnnotation: "av-2, av-1,,av-2",
-	}}}
-	c := Commands(p)
-	if c.PromoteRevision != "p-abc" || c.PromoteStep == nil || *c.PromoteStep != 2 || c.AbortRevision != "p-abc" || !reflect.DeepEqual(c.Excluded, []string{"av-1", "av-2"}) {
-		t.Errorf("commands %+v", c)
-	}
-	for _, bad := range []string{"", "p-abc", "@1", "p-abc@-1", "p-abc@x"} {
-		if _, _, ok := ParsePromote(bad); ok {
-			t.Errorf("ParsePromote(%q) accepted", bad)
-		}
 	}
 }
 

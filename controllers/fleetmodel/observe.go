@@ -14,172 +14,21 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package fleetmodel is the one model of a profile's fleet, shared by the
-// controller, the kubectl plugin and the simulations: which nodes a profile
-// selects and how they group into vehicles, what each node's agent reports,
-// what each vehicle looks like to the planner, the plugin's commands as
-// annotations, and revision names. It is pure (no client, no metrics), so
-// importing it registers nothing.
 package fleetmodel
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/planner"
 )
-
-// Commands reads the plugin's annotations on a profile.
-func Commands(p *v1alpha1.NetTuningProfile) planner.Commands {
-	var c planner.Commands
-	a := p.GetAnnotations()
-	if rev, step, ok := ParsePromote(a[v1alpha1.PromoteAnnotation]); ok {
-		c.PromoteRevision, c.PromoteStep = rev, &step
-	}
-	c.AbortRevision = strings.TrimSpace(a[v1alpha1.AbortAnnotation])
-	c.Excluded = SplitList(a[v1alpha1.ExcludeAnnotation])
-	return c
-}
-
-// PromoteValue is the promote annotation for a revision's step.
-func PromoteValue(revision string, step int32) string {
-	return fmt.Sprintf("%s@%d", revision, step)
-}
-
-// ParsePromote reads a promote annotation ("<revision>@<step>").
-func ParsePromote(v string) (revision string, step int32, ok bool) {
-	rev, s, found := strings.Cut(strings.TrimSpace(v), "@")
-	if !found || rev == "" {
-		return "", 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || n < 0 {
-		return "", 0, false
-	}
-	return rev, int32(n), true
-}
-
-// SplitList splits a comma-separated annotation into sorted unique names.
-func SplitList(s string) []string { return SortedUnique(strings.Split(s, ",")) }
-
-// SortedUnique returns the sorted set of names, trimmed, without empty ones.
-func SortedUnique(names []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range names {
-		if v = strings.TrimSpace(v); v != "" && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Selection is a profile's node selector and vehicle label.
-func Selection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, error) {
-	sel := labels.Everything()
-	if p.Spec.NodeSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			return nil, "", fmt.Errorf("spec.nodeSelector: %w", err)
-		}
-		sel = s
-	}
-	return sel, p.Spec.GetVehicleLabel(), nil
-}
-
-// Fleet is the nodes a profile selects, grouped into vehicles.
-type Fleet struct {
-	VehicleLabel  string
-	HardwareLabel string
-	// Vehicles holds each vehicle's nodes, sorted by name.
-	Vehicles map[string][]*corev1.Node
-	// Unlabelled are the nodes the selector matched that name no vehicle,
-	// sorted.
-	Unlabelled []string
-}
-
-// Select groups the nodes p selects into vehicles.
-func Select(p *v1alpha1.NetTuningProfile, nodes []corev1.Node) (*Fleet, error) {
-	ptrs := make([]*corev1.Node, len(nodes))
-	for i := range nodes {
-		ptrs[i] = &nodes[i]
-	}
-	return SelectNodes(p, ptrs)
-}
-
-// SelectNodes is Select of nodes by pointer; the fleet keeps the pointers
-// (the controller passes the informer cache's own objects, read only).
-func SelectNodes(p *v1alpha1.NetTuningProfile, nodes []*corev1.Node) (*Fleet, error) {
-	sel, vehicleLabel, err := Selection(p)
-	if err != nil {
-		return nil, err
-	}
-	f := &Fleet{
-		VehicleLabel:  vehicleLabel,
-		HardwareLabel: p.Spec.GetHardwareLabel(),
-	}
-	// Two passes: the selected nodes and how many each vehicle has, then
-	// one array cut into the vehicles' slices (a slice per vehicle grown by
-	// append, on every reconcile, was most of what a plan allocated).
-	picked := make([]*corev1.Node, 0, len(nodes))
-	count := map[string]int{}
-	for _, n := range nodes {
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		v := n.Labels[f.VehicleLabel]
-		if v == "" {
-			f.Unlabelled = append(f.Unlabelled, n.Name)
-			continue
-		}
-		picked = append(picked, n)
-		count[v]++
-	}
-	f.Vehicles = make(map[string][]*corev1.Node, len(count))
-	all := make([]*corev1.Node, len(picked))
-	next := 0
-	for _, n := range picked {
-		v := n.Labels[f.VehicleLabel]
-		ns, ok := f.Vehicles[v]
-		if !ok {
-			c := count[v]
-			ns, next = all[next:next:next+c], next+c
-		}
-		f.Vehicles[v] = append(ns, n)
-	}
-	for _, ns := range f.Vehicles {
-		slices.SortFunc(ns, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	}
-	sort.Strings(f.Unlabelled)
-	return f, nil
-}
-
-// VehicleOf returns the vehicle a node belongs to in this fleet ("" if none).
-// It searches every vehicle: the planner never asks, and an index by node
-// name was a map of the whole fleet built on every reconcile.
-func (f *Fleet) VehicleOf(node string) string {
-	for v, nodes := range f.Vehicles {
-		for _, n := range nodes {
-			if n.Name == node {
-				return v
-			}
-		}
-	}
-	return ""
-}
 
 // Liveness says when a node's agent was last seen alive. heartbeat is the
 // node's status.lastHeartbeatTime (zero when none), for a node with no
