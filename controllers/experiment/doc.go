@@ -17,7 +17,11 @@ limitations under the License.
 // Package experiment runs NetTuningExperiments. Its pure parts decide: how
 // a variant patches the base profile, how vehicles are drawn into cohorts
 // stratified by hardware model, how the arms are ranked against the
-// control (the kubectl plugin uses these too). Its Reconciler applies them:
+// control (the kubectl plugin uses these too), and Plan: from the gathered
+// state (the experiment, its base profile, the nodes, the arms' profiles,
+// the time) what happens next (the status, the arms' profiles to create or
+// delete, the events, a measurement due, when to look again; Conclude after
+// a measurement). Its Reconciler gathers, calls Plan, measures and applies:
 // it creates and deletes the arms' NetTuningProfiles and writes the
 // experiment's status; it never writes a NodeNetTuning nor a profile's
 // status (the profile reconciler rolls the arms out).

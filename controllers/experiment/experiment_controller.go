@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,7 +29,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +42,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/eventlog"
-	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/internal/text"
 )
@@ -174,10 +171,6 @@ type stalled struct {
 
 func (s stalled) Error() string { return s.err.Error() }
 
-func stall(reason string, format string, args ...any) error {
-	return stalled{reason: reason, err: fmt.Errorf(format, args...)}
-}
-
 // setConditions sets Ready, Reconciling and Stalled from the phase and the
 // step's error.
 func (r *Reconciler) setConditions(exp *v1alpha1.NetTuningExperiment, stepErr error) {
@@ -214,197 +207,140 @@ func (r *Reconciler) setConditions(exp *v1alpha1.NetTuningExperiment, stepErr er
 	}
 }
 
-// defaultApplyTimeout is spec.applyTimeout's default (the CRD's too).
-const defaultApplyTimeout = 10 * time.Minute
-
-// applyTimeout is how long the arms may take to be verified.
-func applyTimeout(exp *v1alpha1.NetTuningExperiment) time.Duration {
-	if t := exp.Spec.ApplyTimeout; t != nil && t.Duration > 0 {
-		return t.Duration
+// step gathers what the experiment's decision needs, decides (Plan) and
+// applies the decision.
+func (r *Reconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
+	in, err := r.gather(ctx, exp)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return defaultApplyTimeout
+	out := Plan(in)
+	if len(out.Create) > 0 {
+		if failed, err := r.createArms(ctx, in, out.Create); err != nil {
+			return r.apply(ctx, exp, failed, err)
+		}
+	}
+	if out.Measure != nil {
+		kernels, err := r.kernels(ctx, out.Measure.VehicleLabel)
+		if err != nil {
+			out.Measure = nil
+			return r.apply(ctx, exp, out, err)
+		}
+		r.measure(ctx, exp, &out, kernels, in.Now)
+		out = Conclude(in, out)
+	}
+	return r.apply(ctx, exp, out, nil)
 }
 
-// step advances the experiment by what can be decided now.
-func (r *Reconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
+// gather reads what Plan needs: the base profile; for a start the other
+// experiments and the nodes; for a running experiment its arms' profiles.
+func (r *Reconciler) gather(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (Input, error) {
+	in := Input{Now: r.Now(), Experiment: exp}
 	st := &exp.Status
 	if st.Phase == v1alpha1.ExperimentCompleted || st.Phase == v1alpha1.ExperimentAborted {
-		if gone, err := r.deleteArms(ctx, exp); err != nil || !gone {
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, err
-		}
-		return ctrl.Result{}, nil
+		return in, nil
 	}
 	base := &v1alpha1.NetTuningProfile{}
 	err := r.Get(ctx, client.ObjectKey{Name: exp.Spec.Profile}, base)
 	if apierrors.IsNotFound(err) {
-		if st.Phase == v1alpha1.ExperimentRunning {
-			return r.abort(ctx, exp, fmt.Sprintf("the base profile %s was deleted", exp.Spec.Profile))
-		}
-		st.Phase = v1alpha1.ExperimentPending
-		return ctrl.Result{}, stall("ProfileNotFound", "profile %s does not exist", exp.Spec.Profile)
+		return in, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return in, err
 	}
+	in.Base = base
 	if st.Phase != v1alpha1.ExperimentRunning {
-		return r.start(ctx, exp, base)
+		var others v1alpha1.NetTuningExperimentList
+		if err := r.List(ctx, &others); err != nil {
+			return in, err
+		}
+		for _, o := range others.Items {
+			if o.Name != exp.Name && o.Spec.Profile == exp.Spec.Profile && o.Status.Phase == v1alpha1.ExperimentRunning {
+				in.Running = o.Name
+				break
+			}
+		}
+		var nodes corev1.NodeList
+		if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // read only
+			return in, err
+		}
+		in.Nodes = nodes.Items
+		return in, nil
 	}
-	if st.ObservedGeneration != 0 && st.ObservedGeneration != exp.Generation {
-		return r.abort(ctx, exp, fmt.Sprintf("the spec changed while the experiment ran (generation %d to %d): its cohorts were measured under the old one; create a new experiment", st.ObservedGeneration, exp.Generation))
+	in.Arms = map[string]*v1alpha1.NetTuningProfile{}
+	for _, arm := range st.Arms {
+		if arm.Name == v1alpha1.ControlArm {
+			continue
+		}
+		p := &v1alpha1.NetTuningProfile{}
+		err := r.Get(ctx, client.ObjectKey{Name: arm.Profile}, p)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return in, err
+		}
+		in.Arms[arm.Profile] = p
 	}
-	if base.Status.StableRevision != st.BaseRevision || base.Status.CurrentRevision != st.BaseRevision {
-		return r.abort(ctx, exp, fmt.Sprintf("the base profile %s moved from revision %s (stable %s, current %s): the control no longer runs what the variants patch",
-			base.Name, st.BaseRevision, base.Status.StableRevision, base.Status.CurrentRevision))
-	}
-	return r.run(ctx, exp)
+	return in, nil
 }
 
-// stableBase says why base is not ready to be experimented on, "" when it is.
-func stableBase(base *v1alpha1.NetTuningProfile) string {
-	s := base.Status
-	switch {
-	case s.ObservedGeneration != base.Generation:
-		return fmt.Sprintf("profile %s: generation %d not yet observed", base.Name, base.Generation)
-	case s.StableRevision == "" || s.CurrentRevision != s.StableRevision:
-		return fmt.Sprintf("profile %s is rolling out (current %s, stable %s): an experiment starts from a stable revision", base.Name, s.CurrentRevision, s.StableRevision)
-	case s.Vehicles.Total == 0:
-		return fmt.Sprintf("profile %s selects no vehicles", base.Name)
+// createArms creates the arms' profiles, all or none: every one is checked
+// by the API server (dry run) before any is created, so that a variant the
+// profile's validation refuses (e.g. an initcwnd above its cwnd) starts no
+// arm. On failure it returns the decision to apply instead and the error.
+func (r *Reconciler) createArms(ctx context.Context, in Input, arms []ArmProfile) (Output, error) {
+	for _, a := range arms {
+		if err := controllerutil.SetControllerReference(in.Experiment, a.Profile, r.Scheme()); err != nil {
+			return NotStarted(in), err
+		}
+		if err := r.Create(ctx, a.Profile.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
+			refused := Refused(in, a.Variant, err)
+			return refused, stalled{reason: refused.Stalled.Reason, err: errors.New(refused.Stalled.Message)}
+		}
 	}
-	return ""
+	for _, a := range arms {
+		if err := r.Create(ctx, a.Profile); err != nil && !apierrors.IsAlreadyExists(err) {
+			return NotStarted(in), fmt.Errorf("creating arm profile %s: %w", a.Profile.Name, err)
+		}
+	}
+	return Output{}, nil
 }
 
-// start draws the cohorts and creates the arms' profiles, all or none.
-func (r *Reconciler) start(ctx context.Context, exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile) (ctrl.Result, error) {
-	st := &exp.Status
-	st.Phase = v1alpha1.ExperimentPending
-	if why := stableBase(base); why != "" {
-		st.Message = "waiting: " + why
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+// apply writes the decision into the experiment's status (Reconcile patches
+// it), emits its events and deletes the profiles it says. stepErr, when
+// set, is the error that cut the step short.
+func (r *Reconciler) apply(ctx context.Context, exp *v1alpha1.NetTuningExperiment, out Output, stepErr error) (ctrl.Result, error) {
+	was := exp.Status.Phase
+	exp.Status = out.Status
+	for _, e := range out.Events {
+		r.event(exp, e.Type, e.Reason, e.Action, e.Message)
 	}
-	if base.Spec.Priority >= 1000 {
-		return ctrl.Result{}, stall("PriorityTooHigh", "profile %s has priority %d: the arms need one above it (at most 1000)", base.Name, base.Spec.Priority)
+	if out.Status.Phase == v1alpha1.ExperimentCompleted && was != v1alpha1.ExperimentCompleted {
+		log.FromContext(ctx).Info("experiment completed", "experiment", exp.Name, "winners", Winners(&out.Status))
 	}
-	var others v1alpha1.NetTuningExperimentList
-	if err := r.List(ctx, &others); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, o := range others.Items {
-		if o.Name != exp.Name && o.Spec.Profile == exp.Spec.Profile && o.Status.Phase == v1alpha1.ExperimentRunning {
-			st.Message = fmt.Sprintf("waiting: experiment %s is running on profile %s", o.Name, base.Name)
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
-		}
-	}
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // read only
-		return ctrl.Result{}, err
-	}
-	fleet, err := fleetmodel.Select(base, nodes.Items)
-	if err != nil {
-		return ctrl.Result{}, stall("InvalidSelector", "profile %s: %v", base.Name, err)
-	}
-	only := labels.Everything()
-	if exp.Spec.Selector != nil {
-		if only, err = metav1.LabelSelectorAsSelector(exp.Spec.Selector); err != nil {
-			return ctrl.Result{}, stall("InvalidSelector", "spec.selector: %v", err)
-		}
-	}
-	var eligible []Vehicle
-	for name, vnodes := range fleet.Vehicles {
-		ok := true
-		for _, n := range vnodes {
-			ok = ok && only.Matches(labels.Set(n.Labels))
-		}
-		if ok {
-			eligible = append(eligible, Vehicle{Name: name, Hardware: HardwareModel(vnodes, fleet.HardwareLabel)})
-		}
-	}
-	var variants []string
-	for _, v := range exp.Spec.Variants {
-		variants = append(variants, v.Name)
-	}
-	perArm := 0
-	if exp.Spec.VehiclesPerArm != nil {
-		perArm = int(*exp.Spec.VehiclesPerArm)
-	}
-	maxPercent := 20
-	if exp.Spec.MaxPercent != nil {
-		maxPercent = int(*exp.Spec.MaxPercent)
-	}
-	draw := Assign(len(fleet.Vehicles), eligible, variants, maxPercent, perArm, string(exp.UID))
-	if draw.Used == 0 {
-		return ctrl.Result{}, stall("TooFewVehicles", "%d of profile %s's %d vehicles are eligible; maxPercent %d%% allows %d vehicles, fewer than one per arm (%d arms with the control) for every hardware model",
-			len(eligible), base.Name, len(fleet.Vehicles), maxPercent, draw.Budget, len(variants)+1)
-	}
-
-	// Every arm's profile is checked by the API server (dry run) before
-	// any is created: a variant the profile's validation refuses (e.g. an
-	// initcwnd above its cwnd) starts no arm.
-	arms := make([]*v1alpha1.NetTuningProfile, 0, len(exp.Spec.Variants))
-	for _, v := range exp.Spec.Variants {
-		p, err := r.armProfile(exp, base, fleet.VehicleLabel, v, draw.Cohorts[v.Name])
-		if err != nil {
+	for _, p := range out.Delete {
+		if err := r.deleteProfile(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.Create(ctx, p.DeepCopy(), client.DryRunAll); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, stall("InvalidVariant", "variant %s (%s) on profile %s: %v", v.Name, Describe(v.Parameters), base.Name, err)
+	}
+	if stepErr != nil {
+		return ctrl.Result{}, stepErr
+	}
+	res := ctrl.Result{RequeueAfter: out.Requeue}
+	if out.DeleteArms {
+		gone, err := r.deleteArms(ctx, exp)
+		if err != nil || !gone {
+			res.RequeueAfter = settleRequeue
 		}
-		arms = append(arms, p)
-	}
-	for _, p := range arms {
-		if err := r.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("creating arm profile %s: %w", p.Name, err)
+		if err != nil {
+			return res, err
 		}
 	}
-	now := metav1.NewTime(r.Now())
-	st.Phase, st.BaseRevision, st.Started = v1alpha1.ExperimentRunning, base.Status.StableRevision, &now
-	st.MeasuringSince, st.LastMeasured, st.Finished, st.Results = nil, nil, nil, nil
-	st.Arms = []v1alpha1.ExperimentArm{{Name: v1alpha1.ControlArm, Phase: v1alpha1.ArmMeasuring, Verified: &now, Cohorts: cohorts(draw.Cohorts[v1alpha1.ControlArm])}}
-	for i, v := range exp.Spec.Variants {
-		st.Arms = append(st.Arms, v1alpha1.ExperimentArm{Name: v.Name, Profile: arms[i].Name, Phase: v1alpha1.ArmApplying, Cohorts: cohorts(draw.Cohorts[v.Name])})
+	if out.Stalled != nil {
+		return res, stalled{reason: out.Stalled.Reason, err: errors.New(out.Stalled.Message)}
 	}
-	st.Message = fmt.Sprintf("%d vehicles drawn (%d allowed by maxPercent %d%% of %d)", draw.Used, draw.Budget, maxPercent, len(fleet.Vehicles))
-	if len(draw.Skipped) > 0 {
-		st.Message += fmt.Sprintf("; too few vehicles for one per arm: %s", strings.Join(draw.Skipped, ", "))
-	}
-	r.event(exp, corev1.EventTypeNormal, "Started", "Start", st.Message)
-	return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-}
-
-func cohorts(byModel map[string][]string) []v1alpha1.ExperimentCohort {
-	var out []v1alpha1.ExperimentCohort
-	for m, vs := range byModel {
-		out = append(out, v1alpha1.ExperimentCohort{Hardware: m, Vehicles: vs})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Hardware < out[j].Hardware })
-	return out
-}
-
-// armProfile is a variant's profile: the base patched with the variant, for
-// the arm's vehicles only, one priority above the base, applied at once.
-func (r *Reconciler) armProfile(exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfile, vehicleLabel string,
-	v v1alpha1.ExperimentVariant, byModel map[string][]string) (*v1alpha1.NetTuningProfile, error) {
-	var vehicles []string
-	for _, vs := range byModel {
-		vehicles = append(vehicles, vs...)
-	}
-	spec := Overlay(&base.Spec, v.Parameters)
-	spec.NodeSelector = ArmSelector(base.Spec.NodeSelector, vehicleLabel, vehicles)
-	spec.Priority = base.Spec.Priority + 1
-	spec.Rollout = nil
-	p := &v1alpha1.NetTuningProfile{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   ArmProfileName(exp.Name, v.Name),
-			Labels: map[string]string{v1alpha1.ExperimentLabel: exp.Name},
-			Annotations: map[string]string{
-				"nettune.io/variant": Describe(v.Parameters),
-			},
-		},
-		Spec: *spec,
-	}
-	if err := controllerutil.SetControllerReference(exp, p, r.Scheme()); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return res, nil
 }
 
 // deleteArms deletes the experiment's arm profiles; gone reports that none
@@ -430,158 +366,6 @@ func (r *Reconciler) deleteProfile(ctx context.Context, p *v1alpha1.NetTuningPro
 		return fmt.Errorf("deleting arm profile %s: %w", p.Name, err)
 	}
 	return nil
-}
-
-func (r *Reconciler) abort(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
-	st := &exp.Status
-	now := metav1.NewTime(r.Now())
-	st.Phase, st.Message, st.Finished = v1alpha1.ExperimentAborted, why, &now
-	for i := range st.Arms {
-		if st.Arms[i].Phase == v1alpha1.ArmApplying || st.Arms[i].Phase == v1alpha1.ArmMeasuring {
-			st.Arms[i].Phase = v1alpha1.ArmFinished
-		}
-	}
-	r.event(exp, corev1.EventTypeWarning, v1alpha1.ExperimentAborted, "Abort", why)
-	_, err := r.deleteArms(ctx, exp)
-	return ctrl.Result{RequeueAfter: 2 * time.Second}, err
-}
-
-// run advances a running experiment: arms verified, measurements due,
-// arms stopped, the end.
-func (r *Reconciler) run(ctx context.Context, exp *v1alpha1.NetTuningExperiment) (ctrl.Result, error) {
-	st := &exp.Status
-	now := r.Now()
-	requeue := time.Duration(0)
-	soon := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
-	revisions := map[string]string{v1alpha1.ControlArm: st.BaseRevision}
-	vehicleLabel := v1alpha1.DefaultVehicleLabel
-	applying := 0
-	for i := range st.Arms {
-		arm := &st.Arms[i]
-		if arm.Name == v1alpha1.ControlArm {
-			continue
-		}
-		p := &v1alpha1.NetTuningProfile{}
-		err := r.Get(ctx, client.ObjectKey{Name: arm.Profile}, p)
-		switch {
-		case apierrors.IsNotFound(err):
-			if arm.Phase == v1alpha1.ArmApplying || arm.Phase == v1alpha1.ArmMeasuring {
-				r.stopArm(exp, arm, fmt.Sprintf("its profile %s was deleted", arm.Profile))
-			}
-			continue
-		case err != nil:
-			return ctrl.Result{}, err
-		}
-		revisions[arm.Name] = p.Status.CurrentRevision
-		vehicleLabel = p.Spec.GetVehicleLabel()
-		switch arm.Phase {
-		case v1alpha1.ArmStopped, v1alpha1.ArmFinished:
-			if err := r.deleteProfile(ctx, p); err != nil {
-				return ctrl.Result{}, err
-			}
-		case v1alpha1.ArmApplying:
-			want := int32(0)
-			for _, c := range arm.Cohorts {
-				want += int32(len(c.Vehicles))
-			}
-			v := p.Status.Vehicles
-			switch {
-			case p.Status.ObservedGeneration == p.Generation && v.Failed > 0:
-				r.stopArm(exp, arm, fmt.Sprintf("%d of its %d vehicles failed to apply the variant (their agents reverted to the last-known-good)", v.Failed, want))
-				if err := r.deleteProfile(ctx, p); err != nil {
-					return ctrl.Result{}, err
-				}
-			case p.Status.ObservedGeneration == p.Generation && p.Status.StableRevision != "" && v.Total == want && v.Verified == want:
-				t := metav1.NewTime(now)
-				arm.Phase, arm.Verified = v1alpha1.ArmMeasuring, &t
-				r.event(exp, corev1.EventTypeNormal, "ArmVerified", "Verify",
-					fmt.Sprintf("arm %s: %d vehicles verified on %s", arm.Name, want, p.Status.CurrentRevision))
-			case st.Started != nil && !now.Before(st.Started.Add(applyTimeout(exp))):
-				r.stopArm(exp, arm, fmt.Sprintf("%d of its %d vehicles verified the variant within applyTimeout %s (%d unreachable)",
-					v.Verified, want, applyTimeout(exp), v.Unreachable))
-				if err := r.deleteProfile(ctx, p); err != nil {
-					return ctrl.Result{}, err
-				}
-			default:
-				applying++
-				soon(5 * time.Second)
-				if st.Started != nil {
-					soon(st.Started.Add(applyTimeout(exp)).Sub(now))
-				}
-			}
-		}
-	}
-	measuring := 0
-	for _, a := range st.Arms {
-		if a.Name != v1alpha1.ControlArm && a.Phase == v1alpha1.ArmMeasuring {
-			measuring++
-		}
-	}
-	if applying == 0 && st.MeasuringSince == nil {
-		t := metav1.NewTime(now)
-		st.MeasuringSince = &t
-	}
-	if applying == 0 && measuring == 0 {
-		return r.finish(ctx, exp, "every variant was stopped")
-	}
-
-	spec := &exp.Spec.Analysis
-	interval := analysis.Interval(spec)
-	var end time.Time
-	if st.MeasuringSince != nil {
-		end = st.MeasuringSince.Add(exp.Spec.Duration.Duration)
-	}
-	ending := !end.IsZero() && !now.Before(end)
-	due := st.LastMeasured == nil || !now.Before(st.LastMeasured.Add(interval)) || ending
-	if due && measuring > 0 {
-		kernels, err := r.kernels(ctx, vehicleLabel)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		r.measure(ctx, exp, revisions, kernels, now)
-		t := metav1.NewTime(now)
-		st.LastMeasured = &t
-	}
-	st.Results = r.rank(exp)
-	switch {
-	case ending:
-		return r.finish(ctx, exp, fmt.Sprintf("measured for %s", exp.Spec.Duration.Duration))
-	case st.MeasuringSince != nil && r.sampleTargetMet(exp):
-		return r.finish(ctx, exp, fmt.Sprintf("every arm and model reached sampleTarget %d messages", *exp.Spec.SampleTarget))
-	}
-	if st.LastMeasured != nil {
-		soon(st.LastMeasured.Add(interval).Sub(now))
-	}
-	if !end.IsZero() {
-		soon(end.Sub(now))
-	}
-	st.Message = r.progress(exp, applying, measuring, end)
-	if requeue == 0 {
-		requeue = interval
-	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-func (r *Reconciler) progress(exp *v1alpha1.NetTuningExperiment, applying, measuring int, end time.Time) string {
-	s := fmt.Sprintf("%d arm(s) applying, %d measuring", applying, measuring)
-	if !end.IsZero() {
-		s += fmt.Sprintf(", ends %s", end.UTC().Format(time.RFC3339))
-	}
-	for _, res := range exp.Status.Results {
-		s += fmt.Sprintf("; %s: leading %s", res.Hardware, leader(res))
-	}
-	return s
-}
-
-func leader(res v1alpha1.ExperimentResult) string {
-	if len(res.Ranking) == 0 || res.Ranking[0].Rank == 0 {
-		return "(no messages yet)"
-	}
-	return res.Ranking[0].Arm
 }
 
 // experimentSpec is the analysis as an experiment runs it: over everything
@@ -630,9 +414,10 @@ func (r *Reconciler) kernels(ctx context.Context, vehicleLabel string) (func(veh
 // measure takes one measurement of every measuring arm and model against
 // the control of that model, and stops the arms an analysis fails. kernels
 // says what the given vehicles' kernels reported.
-func (r *Reconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, revisions map[string]string,
+func (r *Reconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, out *Output,
 	kernels func(vehicles []string) map[string][]analysis.NodeKernel, now time.Time) {
-	st := &exp.Status
+	st := &out.Status
+	revisions := out.Measure.Revisions
 	control := map[string][]string{}
 	var controlArm *v1alpha1.ExperimentArm
 	for i := range st.Arms {
@@ -706,7 +491,7 @@ func (r *Reconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperim
 			}
 		}
 		if len(failed) > 0 {
-			r.stopArm(exp, arm, strings.Join(failed, "; "))
+			out.stopArm(arm, strings.Join(failed, "; "))
 		}
 	}
 }
@@ -719,73 +504,6 @@ func (r *Reconciler) measureOne(ctx context.Context, profile string, spec *v1alp
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return analysis.Measure(qctx, q, profile, spec, canary, baseline, now)
-}
-
-func (r *Reconciler) stopArm(exp *v1alpha1.NetTuningExperiment, arm *v1alpha1.ExperimentArm, why string) {
-	arm.Phase, arm.StopReason = v1alpha1.ArmStopped, text.Truncate(why, 1024)
-	r.event(exp, corev1.EventTypeWarning, "ArmStopped", "Stop", fmt.Sprintf("arm %s stopped, its vehicles return to the base: %s", arm.Name, why))
-}
-
-// rank ranks the arms per hardware model from their latest counts.
-func (r *Reconciler) rank(exp *v1alpha1.NetTuningExperiment) []v1alpha1.ExperimentResult {
-	confidence := analysis.DefaultJudgeConfidence
-	if cfg, err := analysis.JudgeConfigFor(&exp.Spec.Analysis); err == nil {
-		confidence = cfg.Confidence
-	}
-	byModel := map[string][]ArmCounts{}
-	for _, arm := range exp.Status.Arms {
-		for _, c := range arm.Cohorts {
-			byModel[c.Hardware] = append(byModel[c.Hardware], ArmCounts{Arm: arm.Name, Slow: c.Slow, Total: c.Total,
-				ControlSlow: c.ControlSlow, ControlTotal: c.ControlTotal, Stopped: arm.Phase == v1alpha1.ArmStopped})
-		}
-	}
-	var out []v1alpha1.ExperimentResult
-	for m, rows := range byModel {
-		ranking, winner := Rank(rows, confidence)
-		out = append(out, v1alpha1.ExperimentResult{Hardware: m, Winner: winner, Ranking: ranking})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Hardware < out[j].Hardware })
-	return out
-}
-
-func (r *Reconciler) sampleTargetMet(exp *v1alpha1.NetTuningExperiment) bool {
-	if exp.Spec.SampleTarget == nil {
-		return false
-	}
-	for _, arm := range exp.Status.Arms {
-		if arm.Phase == v1alpha1.ArmStopped {
-			continue
-		}
-		for _, c := range arm.Cohorts {
-			if c.Total < *exp.Spec.SampleTarget {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// finish ends the experiment: results final, arms' profiles deleted (their
-// vehicles return to the base).
-func (r *Reconciler) finish(ctx context.Context, exp *v1alpha1.NetTuningExperiment, why string) (ctrl.Result, error) {
-	st := &exp.Status
-	now := metav1.NewTime(r.Now())
-	st.Results = r.rank(exp)
-	st.Phase, st.Finished = v1alpha1.ExperimentCompleted, &now
-	for i := range st.Arms {
-		if st.Arms[i].Phase == v1alpha1.ArmMeasuring || st.Arms[i].Phase == v1alpha1.ArmApplying {
-			st.Arms[i].Phase = v1alpha1.ArmFinished
-		}
-	}
-	var winners []string
-	for _, res := range st.Results {
-		winners = append(winners, fmt.Sprintf("%s: %s", res.Hardware, res.Winner))
-	}
-	st.Message = fmt.Sprintf("completed (%s); winners %s", why, strings.Join(winners, ", "))
-	r.event(exp, corev1.EventTypeNormal, v1alpha1.ExperimentCompleted, "Complete", st.Message)
-	log.FromContext(ctx).Info("experiment completed", "experiment", exp.Name, "winners", winners)
-	_, err := r.deleteArms(ctx, exp)
-	return ctrl.Result{RequeueAfter: 2 * time.Second}, err
 }
 
 func (r *Reconciler) event(exp *v1alpha1.NetTuningExperiment, typ, reason, action, msg string) {
