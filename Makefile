@@ -39,6 +39,7 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 test: deps tools ansible verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, Ansible, then end to end.
 	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/node) -count=1 -timeout 30m
 	cd hack/bench && $(GO) test ./... -count=1
+	$(MAKE) --no-print-directory test-kernels
 	$(MAKE) --no-print-directory test-node
 	$(MAKE) --no-print-directory test-faults
 	$(MAKE) --no-print-directory test-e2e
@@ -46,6 +47,11 @@ test: deps tools ansible verify vet build chart ## Run every test: unit, envtest
 .PHONY: test-faults
 test-faults: build ## The fault matrix alone (root): one test per fault on 3 vehicles x 3 hosts with real agents; FAULTS_REPORT=file writes its table (docs/reliability.md).
 	NETTUNE_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test ./test/faults/ -count=1 -v -timeout 30m
+
+.PHONY: test-kernels
+test-kernels: ## The agent's kernel-level tests inside the fleet's kernels under qemu (TCG): Debian 11's 5.10 on x86_64 and aarch64, Debian 12's 6.1 on x86_64; downloads and initramfs kept in bin/kernels, consoles in bin/kernels/logs; about 6 minutes once cached (root for the qemu install; KERNELS_ARGS=-only=bookworm-6.1-amd64 boots one).
+	hack/kernels/deps.sh
+	$(GO) run ./hack/kernels -go $(GO) $(KERNELS_ARGS)
 
 .PHONY: test-node
 test-node: ## The chart on a real node alone (root): kubelet, containerd, runc and a bridge CNI start the agent DaemonSet and the controller from images built here; then the node restarts and boots from last-known-good.
