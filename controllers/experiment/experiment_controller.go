@@ -20,8 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -226,8 +224,12 @@ func (r *Reconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment
 			out.Measure = nil
 			return r.apply(ctx, exp, out, err)
 		}
-		r.measure(ctx, exp, &out, kernels, in.Now)
-		out = Conclude(in, out)
+		taken := make([]analysis.Measurement, len(out.Measure.Due))
+		for i, d := range out.Measure.Due {
+			d.Canary.Kernels, d.Baseline.Kernels = kernels(d.Canary.Vehicles), kernels(d.Baseline.Vehicles)
+			taken[i] = r.measureOne(ctx, d.Profile, d.Spec, d.Canary, d.Baseline, in.Now)
+		}
+		out = Conclude(in, out, taken)
 	}
 	return r.apply(ctx, exp, out, nil)
 }
@@ -368,17 +370,6 @@ func (r *Reconciler) deleteProfile(ctx context.Context, p *v1alpha1.NetTuningPro
 	return nil
 }
 
-// experimentSpec is the analysis as an experiment runs it: over everything
-// since the arm was verified, and never finished by its measurement or
-// inconclusive counts (only a Failed result stops an arm).
-func experimentSpec(spec *v1alpha1.AnalysisSpec, d time.Duration) *v1alpha1.AnalysisSpec {
-	s := spec.DeepCopy()
-	s.Window = &metav1.Duration{Duration: d + 2*analysis.Interval(spec)}
-	huge := int32(math.MaxInt32)
-	s.Measurements, s.InconclusiveLimit, s.ConsecutiveErrorLimit = &huge, &huge, &huge
-	return s
-}
-
 // kernels returns what the nodes of given vehicles (by vehicleLabel)
 // reported of their kernels, for an analysis to check what each cohort can
 // measure.
@@ -411,91 +402,7 @@ func (r *Reconciler) kernels(ctx context.Context, vehicleLabel string) (func(veh
 	}, nil
 }
 
-// measure takes one measurement of every measuring arm and model against
-// the control of that model, and stops the arms an analysis fails. kernels
-// says what the given vehicles' kernels reported.
-func (r *Reconciler) measure(ctx context.Context, exp *v1alpha1.NetTuningExperiment, out *Output,
-	kernels func(vehicles []string) map[string][]analysis.NodeKernel, now time.Time) {
-	st := &out.Status
-	revisions := out.Measure.Revisions
-	control := map[string][]string{}
-	var controlArm *v1alpha1.ExperimentArm
-	for i := range st.Arms {
-		if st.Arms[i].Name == v1alpha1.ControlArm {
-			controlArm = &st.Arms[i]
-			for _, c := range controlArm.Cohorts {
-				control[c.Hardware] = c.Vehicles
-			}
-		}
-	}
-	specs := []*v1alpha1.AnalysisSpec{experimentSpec(&exp.Spec.Analysis, exp.Spec.Duration.Duration)}
-	for i := range exp.Spec.Guards {
-		specs = append(specs, experimentSpec(&exp.Spec.Guards[i], exp.Spec.Duration.Duration))
-	}
-	// The control's own counts come from the measurement with the longest
-	// window (the arm verified first).
-	longest := map[string]time.Time{}
-	for i := range st.Arms {
-		arm := &st.Arms[i]
-		if arm.Name == v1alpha1.ControlArm || arm.Phase != v1alpha1.ArmMeasuring {
-			continue
-		}
-		var failed []string
-		for j := range arm.Cohorts {
-			c := &arm.Cohorts[j]
-			ctrlVehicles := control[c.Hardware]
-			if len(ctrlVehicles) == 0 || len(c.Vehicles) == 0 {
-				continue
-			}
-			since := arm.Verified.Time
-			canary := analysis.Cohort{Vehicles: c.Vehicles, Revision: revisions[arm.Name], Since: since, Kernels: kernels(c.Vehicles)}
-			baseline := analysis.Cohort{Vehicles: ctrlVehicles, Revision: st.BaseRevision, Since: since, Kernels: kernels(ctrlVehicles)}
-			for k, spec := range specs {
-				prev := v1alpha1.AnalysisResult{}
-				idx := -1
-				for n, a := range c.Analysis {
-					if a.Name == spec.Name {
-						prev, idx = a, n
-					}
-				}
-				if v1alpha1.AnalysisTerminal(prev.Phase) {
-					continue
-				}
-				m := r.measureOne(ctx, arm.Profile, spec, canary, baseline, now)
-				res := analysis.Accumulate(prev, m, spec)
-				res.Name = spec.Name
-				res.Pairs = nil // the cohort's sums below; pairs stay in the judge's message
-				if idx >= 0 {
-					c.Analysis[idx] = res
-				} else {
-					c.Analysis = append(c.Analysis, res)
-				}
-				if k == 0 && m.Judge != nil && len(m.Judge.Pairs) > 0 {
-					var s, t, cs, ct int64
-					for _, p := range m.Judge.Pairs {
-						s, t, cs, ct = s+p.CanarySlow, t+p.CanaryTotal, cs+p.BaselineSlow, ct+p.BaselineTotal
-					}
-					c.Slow, c.Total, c.ControlSlow, c.ControlTotal = s, t, cs, ct
-					if first, ok := longest[c.Hardware]; !ok || since.Before(first) {
-						longest[c.Hardware] = since
-						for n := range controlArm.Cohorts {
-							if controlArm.Cohorts[n].Hardware == c.Hardware {
-								controlArm.Cohorts[n].Slow, controlArm.Cohorts[n].Total = cs, ct
-							}
-						}
-					}
-				}
-				if res.Phase == v1alpha1.AnalysisFailed {
-					failed = append(failed, fmt.Sprintf("%s on %s: %s", spec.Name, c.Hardware, res.Message))
-				}
-			}
-		}
-		if len(failed) > 0 {
-			out.stopArm(arm, strings.Join(failed, "; "))
-		}
-	}
-}
-
+// measureOne takes one measurement (within 30 seconds).
 func (r *Reconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
 	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "its address")
 	if err != nil {

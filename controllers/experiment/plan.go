@@ -18,6 +18,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -90,8 +91,8 @@ type Output struct {
 	Events []Event
 	// Requeue is when to look again (0: on a change only).
 	Requeue time.Duration
-	// Measure, when set, is a measurement due: the reconciler measures the
-	// measuring arms into Status and calls Conclude.
+	// Measure, when set, is a measurement due: the reconciler takes the
+	// measurements it lists and calls Conclude with them.
 	Measure *Measure
 }
 
@@ -117,8 +118,25 @@ type Measure struct {
 	Revisions map[string]string
 	// VehicleLabel is the label naming a node's vehicle.
 	VehicleLabel string
+	// Due are the measurements to take: every analysis and guard not yet
+	// decided of every measuring arm's cohort with a control of its model.
+	Due []Due
 
 	applying, measuring int
+}
+
+// Due is one measurement to take: an analysis of an arm's cohort against
+// the control of its hardware model. The reconciler adds the cohorts'
+// kernels.
+type Due struct {
+	// Profile is the arm's profile.
+	Profile string
+	// Spec is the analysis as the experiment runs it (experimentSpec).
+	Spec *v1alpha1.AnalysisSpec
+	// Canary is the arm's cohort, Baseline the control's.
+	Canary, Baseline analysis.Cohort
+
+	arm, cohort, spec int
 }
 
 // Plan decides the experiment's next step from what was gathered: wait for
@@ -421,17 +439,142 @@ func (o *Output) run(in Input) {
 	due := st.LastMeasured == nil || !now.Before(st.LastMeasured.Add(analysis.Interval(&exp.Spec.Analysis))) || ending
 	o.Measure = m
 	if due && m.measuring > 0 {
+		m.Due = dueMeasurements(exp, st, m.Revisions)
 		return
 	}
 	o.conclude(in, false)
 }
 
-// Conclude follows Plan's Measure once the reconciler measured into
-// out.Status (and stopped the arms an analysis failed): the results, the
-// end of the experiment or its progress. It is pure.
-func Conclude(in Input, out Output) Output {
+// experimentSpec is the analysis as an experiment runs it: over everything
+// since the arm was verified, and never finished by its measurement or
+// inconclusive counts (only a Failed result stops an arm).
+func experimentSpec(spec *v1alpha1.AnalysisSpec, d time.Duration) *v1alpha1.AnalysisSpec {
+	s := spec.DeepCopy()
+	s.Window = &metav1.Duration{Duration: d + 2*analysis.Interval(spec)}
+	huge := int32(math.MaxInt32)
+	s.Measurements, s.InconclusiveLimit, s.ConsecutiveErrorLimit = &huge, &huge, &huge
+	return s
+}
+
+// dueMeasurements lists the measurements of every measuring arm and model
+// against the control of that model, for the analyses and guards not yet
+// decided.
+func dueMeasurements(exp *v1alpha1.NetTuningExperiment, st *v1alpha1.NetTuningExperimentStatus, revisions map[string]string) []Due {
+	control := map[string][]string{}
+	for _, a := range st.Arms {
+		if a.Name == v1alpha1.ControlArm {
+			for _, c := range a.Cohorts {
+				control[c.Hardware] = c.Vehicles
+			}
+		}
+	}
+	specs := []*v1alpha1.AnalysisSpec{experimentSpec(&exp.Spec.Analysis, exp.Spec.Duration.Duration)}
+	for i := range exp.Spec.Guards {
+		specs = append(specs, experimentSpec(&exp.Spec.Guards[i], exp.Spec.Duration.Duration))
+	}
+	var due []Due
+	for i, arm := range st.Arms {
+		if arm.Name == v1alpha1.ControlArm || arm.Phase != v1alpha1.ArmMeasuring {
+			continue
+		}
+		for j, c := range arm.Cohorts {
+			ctrlVehicles := control[c.Hardware]
+			if len(ctrlVehicles) == 0 || len(c.Vehicles) == 0 {
+				continue
+			}
+			since := arm.Verified.Time
+			for k, spec := range specs {
+				if prev, _ := analysisOf(c, spec.Name); v1alpha1.AnalysisTerminal(prev.Phase) {
+					continue
+				}
+				due = append(due, Due{Profile: arm.Profile, Spec: spec,
+					Canary:   analysis.Cohort{Vehicles: c.Vehicles, Revision: revisions[arm.Name], Since: since},
+					Baseline: analysis.Cohort{Vehicles: ctrlVehicles, Revision: st.BaseRevision, Since: since},
+					arm:      i, cohort: j, spec: k})
+			}
+		}
+	}
+	return due
+}
+
+// analysisOf is the cohort's result of the named analysis and its index
+// (-1 when none yet).
+func analysisOf(c v1alpha1.ExperimentCohort, name string) (v1alpha1.AnalysisResult, int) {
+	prev, idx := v1alpha1.AnalysisResult{}, -1
+	for n, a := range c.Analysis {
+		if a.Name == name {
+			prev, idx = a, n
+		}
+	}
+	return prev, idx
+}
+
+// Conclude follows Plan's Measure once the reconciler took its Due
+// measurements (taken[i] of Due[i]): each accumulated into its cohort's
+// result, the cohorts' counts from the judge, the arms an analysis failed
+// stopped; then the results, the end of the experiment or its progress. It
+// is pure.
+func Conclude(in Input, out Output, taken []analysis.Measurement) Output {
+	out.Status = *out.Status.DeepCopy()
+	out.record(taken)
 	out.conclude(in, true)
 	return out
+}
+
+// record accumulates the measurements taken into the cohorts' results and
+// stops the arms an analysis failed.
+func (o *Output) record(taken []analysis.Measurement) {
+	st := &o.Status
+	var controlArm *v1alpha1.ExperimentArm
+	for i := range st.Arms {
+		if st.Arms[i].Name == v1alpha1.ControlArm {
+			controlArm = &st.Arms[i]
+		}
+	}
+	// The control's own counts come from the measurement with the longest
+	// window (the arm verified first).
+	longest := map[string]time.Time{}
+	failed := map[int][]string{}
+	var order []int
+	for i, d := range o.Measure.Due {
+		arm := &st.Arms[d.arm]
+		c := &arm.Cohorts[d.cohort]
+		m := taken[i]
+		prev, idx := analysisOf(*c, d.Spec.Name)
+		res := analysis.Accumulate(prev, m, d.Spec)
+		res.Name = d.Spec.Name
+		res.Pairs = nil // the cohort's sums below; pairs stay in the judge's message
+		if idx >= 0 {
+			c.Analysis[idx] = res
+		} else {
+			c.Analysis = append(c.Analysis, res)
+		}
+		if d.spec == 0 && m.Judge != nil && len(m.Judge.Pairs) > 0 {
+			var s, t, cs, ct int64
+			for _, p := range m.Judge.Pairs {
+				s, t, cs, ct = s+p.CanarySlow, t+p.CanaryTotal, cs+p.BaselineSlow, ct+p.BaselineTotal
+			}
+			c.Slow, c.Total, c.ControlSlow, c.ControlTotal = s, t, cs, ct
+			since := d.Canary.Since
+			if first, ok := longest[c.Hardware]; !ok || since.Before(first) {
+				longest[c.Hardware] = since
+				for n := range controlArm.Cohorts {
+					if controlArm.Cohorts[n].Hardware == c.Hardware {
+						controlArm.Cohorts[n].Slow, controlArm.Cohorts[n].Total = cs, ct
+					}
+				}
+			}
+		}
+		if res.Phase == v1alpha1.AnalysisFailed {
+			if _, ok := failed[d.arm]; !ok {
+				order = append(order, d.arm)
+			}
+			failed[d.arm] = append(failed[d.arm], fmt.Sprintf("%s on %s: %s", d.Spec.Name, c.Hardware, res.Message))
+		}
+	}
+	for _, i := range order {
+		o.stopArm(&st.Arms[i], strings.Join(failed[i], "; "))
+	}
 }
 
 // measuringEnd is when the measurement ends (zero before it began).

@@ -19,6 +19,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/analysis"
 )
 
 var planNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -115,8 +117,10 @@ func TestPlan(t *testing.T) {
 		name string
 		in   func() Input
 		// measured runs Conclude after Plan, as the reconciler does after a
-		// measurement.
+		// measurement, with the measurements taken (by default one
+		// inconclusive measurement per due one).
 		measured bool
+		taken    func(due []Due) []analysis.Measurement
 		want     func(Output) string // "" when the decision is right
 	}{
 		{
@@ -360,6 +364,62 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "the measurement due is the analysis of the arm's cohort against the control's",
+			in: func() Input {
+				in := planRunning(planNow.Add(-time.Minute), v1alpha1.ArmMeasuring)
+				in.Experiment.Spec.Analysis.Name = "judge"
+				in.Experiment.Spec.Guards = []v1alpha1.AnalysisSpec{{Name: "guard"}}
+				in.Experiment.Status.Arms[1].Cohorts[0].Analysis = []v1alpha1.AnalysisResult{{Name: "guard", Phase: v1alpha1.AnalysisSuccessful}}
+				return in
+			},
+			want: func(o Output) string {
+				if o.Measure == nil || len(o.Measure.Due) != 1 {
+					return "want one measurement due (the guard has decided)"
+				}
+				d := o.Measure.Due[0]
+				if d.Profile != "e-cwnd20" || d.Spec.Name != "judge" || d.Canary.Revision != "e-cwnd20-1" || d.Canary.Vehicles[0] != "av-2" ||
+					d.Baseline.Revision != "base-1" || d.Baseline.Vehicles[0] != "av-1" || *d.Spec.Measurements != math.MaxInt32 ||
+					d.Spec.Window.Duration != 12*time.Minute {
+					return fmt.Sprintf("due %+v", d)
+				}
+				return ""
+			},
+		},
+		{
+			name:     "a failed analysis stops its arm",
+			in:       func() Input { return planRunning(planNow.Add(-time.Minute), v1alpha1.ArmMeasuring) },
+			measured: true,
+			taken: func(due []Due) []analysis.Measurement {
+				return []analysis.Measurement{{Phase: analysis.PhaseFailed, At: planNow, Message: "worse"}}
+			},
+			want: func(o Output) string {
+				a := o.Status.Arms[1]
+				if a.Phase != v1alpha1.ArmStopped || !strings.Contains(a.StopReason, "worse") || !hasEvent(o, "ArmStopped") ||
+					len(a.Cohorts[0].Analysis) != 1 || a.Cohorts[0].Analysis[0].Phase != v1alpha1.AnalysisFailed {
+					return "want the arm Stopped by its failed analysis"
+				}
+				return ""
+			},
+		},
+		{
+			name:     "the judge's counts go to the cohort and the control's",
+			in:       func() Input { return planRunning(planNow.Add(-time.Minute), v1alpha1.ArmMeasuring) },
+			measured: true,
+			taken: func(due []Due) []analysis.Measurement {
+				j := &analysis.JudgeResult{Pairs: []analysis.PairResult{
+					{CanarySlow: 1, CanaryTotal: 100, BaselineSlow: 2, BaselineTotal: 200},
+					{CanarySlow: 3, CanaryTotal: 300, BaselineSlow: 4, BaselineTotal: 400}}}
+				return []analysis.Measurement{{Phase: analysis.PhaseInconclusive, At: planNow, Judge: j}}
+			},
+			want: func(o Output) string {
+				c, ctl := o.Status.Arms[1].Cohorts[0], o.Status.Arms[0].Cohorts[0]
+				if c.Slow != 4 || c.Total != 400 || c.ControlSlow != 6 || c.ControlTotal != 600 || ctl.Slow != 6 || ctl.Total != 600 {
+					return fmt.Sprintf("counts: arm %+v, control %+v", c, ctl)
+				}
+				return ""
+			},
+		},
+		{
 			name:     "the duration measured ends the experiment",
 			in:       func() Input { return planRunning(planNow.Add(-10*time.Minute), v1alpha1.ArmMeasuring) },
 			measured: true,
@@ -399,7 +459,14 @@ func TestPlan(t *testing.T) {
 				if out.Measure == nil {
 					t.Fatal("no measurement due")
 				}
-				out = Conclude(in, out)
+				taken := make([]analysis.Measurement, len(out.Measure.Due))
+				for i := range taken {
+					taken[i] = analysis.Measurement{Phase: analysis.PhaseInconclusive, At: planNow}
+				}
+				if tc.taken != nil {
+					taken = tc.taken(out.Measure.Due)
+				}
+				out = Conclude(in, out, taken)
 			}
 			if msg := tc.want(out); msg != "" {
 				t.Errorf("%s; got status %+v, stalled %+v, events %+v, requeue %s", msg, out.Status, out.Stalled, out.Events, out.Requeue)
