@@ -34,6 +34,17 @@ restore
 if ! out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); then status=1; fi
 if [ -n "$out" ]; then echo "verify: not gofmt-ed: $out" >&2; status=1; fi
 
+# Every Go file carries the license header (hack/boilerplate.go.txt) in its
+# first lines.
+missing=$(for f in $(git ls-files '*.go' 2>/dev/null); do
+  head -n 20 "$f" | grep -q 'Licensed under the Apache License, Version 2.0' || echo "$f"
+done)
+if [ -n "$missing" ]; then
+  echo "verify: Go files without the license header of hack/boilerplate.go.txt:" >&2
+  echo "$missing" | sed 's/^/  /' >&2
+  status=1
+fi
+
 if ! go mod tidy -diff >/dev/null 2>&1; then
   echo "verify: go.mod/go.sum are not tidy; run 'go mod tidy'" >&2
   status=1
@@ -49,5 +60,5 @@ if ! make --no-print-directory lint >/tmp/nettune-lint.txt 2>&1; then
   status=1
 fi
 
-[ $status -eq 0 ] && echo "verify: generated files, formatting, go.mod and lint are clean"
+[ $status -eq 0 ] && echo "verify: generated files, formatting, license headers, go.mod and lint are clean"
 exit $status
