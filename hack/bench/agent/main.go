@@ -2,10 +2,19 @@
 // and 100 routes in a real network namespace, and the RSS and idle CPU of a
 // running nettune-agent connected to a real kube-apiserver. It writes
 // docs/bench-agent.md. Run it with `make bench-agent` (root).
+//
+// With -footprint it measures only the agent's RSS and CPU, idle and
+// during applies of 100 routes, with the binaries of the agent's image
+// index, on this machine and, with -vm, in hack/kernels' VMs (amd64 and
+// arm64 under qemu TCG; footprint.go, vm.go), into the footprint section
+// of the same document:
+//
+//	cd hack/bench && go run ./agent -footprint -vm bullseye-5.10-amd64,bullseye-5.10-arm64
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -234,9 +243,33 @@ func measureIdle(root string, window time.Duration) (idle, error) {
 }
 
 func run() error {
+	footprintOnly := flag.Bool("footprint", false, "measure only the agent's footprint (RSS and CPU, idle and during applies of 100 routes) on this machine and in the -vm kernels, into docs/bench-agent.md's footprint section")
+	vms := flag.String("vm", "", "with -footprint: hack/kernels kernel lines to measure in too, comma-separated (e.g. bullseye-5.10-amd64,bullseye-5.10-arm64; run make test-kernels first)")
+	image := flag.String("agent-image", "", "with -footprint: the agent image archive to take the binaries from (default: built from this tree)")
+	jsonOut := flag.String("json", "", "with -footprint: also write the results to this JSON file")
+	before := flag.String("before", "", "with -footprint: a JSON file of an earlier run, shown beside the results")
+	inVM := flag.Bool("in-vm", false, "inside a footprint VM (its /init runs this)")
+	var fo footprintOptions
+	flag.StringVar(&fo.agent, "agent", "", "with -in-vm: the nettune-agent binary")
+	flag.StringVar(&fo.kubeconfig, "agent-kubeconfig", "", "with -in-vm: the agent's kubeconfig")
+	flag.DurationVar(&fo.window, "window", 60*time.Second, "with -footprint: the idle window")
+	flag.IntVar(&fo.applies, "applies", 5, "with -footprint: applies of 100 routes measured")
+	flag.DurationVar(&fo.converge, "converge", 5*time.Minute, "with -footprint: how long the agent may take to report an apply")
+	flag.Parse()
+	if *inVM {
+		runInVM(fo)
+		return nil
+	}
 	root, err := localcp.RepoRoot()
 	if err != nil {
 		return err
+	}
+	if *footprintOnly {
+		var vmList []string
+		if *vms != "" {
+			vmList = strings.Split(*vms, ",")
+		}
+		return runFootprint(root, fo, *image, vmList, *jsonOut, *before)
 	}
 	cleanup, err := setupNetns()
 	if err != nil {
@@ -283,7 +316,14 @@ func writeDoc(root string, rs []result, id idle) error {
 	fmt.Fprintf(&b, "\nIdle agent (`nettune-agent run`, 100 tuned routes applied, connected to a real kube-apiserver, drift watcher and 30 s resync running), measured over %s after convergence:\n\n", id.window.Round(time.Second))
 	b.WriteString("| RSS | CPU (% of one core) | targets |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| %.1f MiB | %.3f %% | < 30 MB, < 0.5 %% |\n", float64(id.rss)/(1<<20), id.cpuPercent)
-	return os.WriteFile(filepath.Join(root, "docs", "bench-agent.md"), []byte(b.String()), 0o644)
+	// The sections after this table (the footprint's) are kept.
+	doc := filepath.Join(root, "docs", "bench-agent.md")
+	if old, err := os.ReadFile(doc); err == nil {
+		if i := strings.Index(string(old), "\n<!-- footprint"); i >= 0 {
+			b.WriteString(string(old[i:]))
+		}
+	}
+	return os.WriteFile(doc, []byte(b.String()), 0o644)
 }
 
 func numCPU() int {
