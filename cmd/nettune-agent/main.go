@@ -37,6 +37,7 @@ import (
 const exitChanges = 2
 
 func main() {
+	smallFootprint()
 	code, err := run(os.Args[1:], os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nettune-agent: %v\n", err)
