@@ -44,12 +44,11 @@ var (
 
 // programs are the userland the tests call, as image paths: busybox (the
 // init's shell and every small tool), the real iproute2 `ip` (nettest calls
-// /usr/sbin/ip) and `ss` (the Loki test waits for the agent's port with
-// it), iptables-nft (the guard-counter and probe tests drop packets with
-// it), util-linux's mount and setpriv (the least-privilege test calls
-// /usr/bin/...) and dash as /bin/sh (busybox's shell would run its own
+// /usr/sbin/ip), iptables-nft (the guard-counter and probe tests drop
+// packets with it), util-linux's mount and setpriv (the least-privilege test
+// calls /usr/bin/...) and dash as /bin/sh (busybox's shell would run its own
 // mount and setpriv applets instead of those).
-var programs = []string{"/usr/bin/busybox", "/usr/sbin/ip", "/usr/bin/ss", "/usr/sbin/xtables-nft-multi", "/usr/bin/mount", "/usr/bin/setpriv", "/usr/bin/dash"}
+var programs = []string{"/usr/bin/busybox", "/usr/sbin/ip", "/usr/sbin/xtables-nft-multi", "/usr/bin/mount", "/usr/bin/setpriv", "/usr/bin/dash"}
 
 // iptablesLinks are the names xtables-nft-multi answers to.
 var iptablesLinks = []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
@@ -355,49 +354,14 @@ func buildTests(ctx context.Context, goBin, dir, arch string, suites []suite) er
 	return run("build", "-ldflags=-s -w", "-o", filepath.Join(dir, "nettune-agent"), "./cmd/nettune-agent")
 }
 
-// lokiModule pins Loki for `make tools`; the VMs get the same version.
-const lokiModule = "hack/tools/loki"
-
-// buildLoki builds Loki (static, for arch) into out from lokiModule,
-// unless out is newer than the module's go.mod and go.sum.
-func buildLoki(ctx context.Context, goBin, out, arch string) (bool, error) {
-	if st, err := os.Stat(out); err == nil {
-		fresh := true
-		for _, f := range []string{"go.mod", "go.sum"} {
-			m, err := os.Stat(filepath.Join(lokiModule, f))
-			if err != nil {
-				return false, fmt.Errorf("loki: %w", err)
-			}
-			fresh = fresh && st.ModTime().After(m.ModTime())
-		}
-		if fresh {
-			return false, nil
-		}
-	}
-	out, err := filepath.Abs(out)
-	if err != nil {
-		return false, fmt.Errorf("loki: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, goBin, "build", "-ldflags=-s -w", "-o", out, "github.com/grafana/loki/v3/cmd/loki")
-	cmd.Dir = lokiModule
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return false, fmt.Errorf("GOARCH=%s go build of Loki in %s: %w\n%s", arch, lokiModule, err, b)
-	}
-	return true, nil
-}
-
-// writeTools writes Loki where the tests look for it: bin/loki under the
-// repository root, which they find by its go.mod and api/v1alpha1; /nettune
-// stands for the root (the test binaries run in /nettune/<package dir>).
-func writeTools(a *archive, loki string) error {
+// writeRoot writes the repository root as the tests find it, by its go.mod
+// and api/v1alpha1; /nettune stands for the root (the test binaries run in
+// /nettune/<package dir>).
+func writeRoot(a *archive) error {
 	if err := a.data("nettune/go.mod", 0o644, []byte("// The repository root the tests look for (hack/kernels).\nmodule github.com/nettune/nettune\n")); err != nil {
 		return err
 	}
-	if err := a.dir("nettune/api/v1alpha1"); err != nil {
-		return err
-	}
-	return a.file("nettune/bin/loki", loki)
+	return a.dir("nettune/api/v1alpha1")
 }
 
 // writeTests writes what changes with the code: /init, the suites and
