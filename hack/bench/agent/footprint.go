@@ -391,10 +391,18 @@ func runFootprint(root string, o footprintOptions, image string, vms []string, j
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
+// roundDuration keeps three or four significant digits: 24.6ms, 1.414s.
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}
+
 func (f footprint) summary() string {
 	return fmt.Sprintf("%s %s %s: RSS idle %s (anon %s of which THP %s, file %s: code %s, rodata %s), peak during an apply %s; CPU idle %.3f %% of a core, %s per apply (%s wall)",
 		f.Where, f.Arch, f.Kernel, mib(f.IdleRSS), mib(f.IdleAnon), mib(f.IdleTHP), mib(f.IdleFile), mib(f.IdleText), mib(f.IdleROData), mib(f.ApplyPeakRSS),
-		f.idleCPUPercent(), f.ApplyCPU.Round(100*time.Microsecond), f.ApplyWall.Round(time.Millisecond))
+		f.idleCPUPercent(), roundDuration(f.ApplyCPU), f.ApplyWall.Round(time.Millisecond))
 }
 
 // Markers of the generated footprint section in docs/bench-agent.md.
@@ -411,16 +419,17 @@ func footprintSection(rs, prev []footprint, o footprintOptions, vms []string) st
 		args = " -vm " + strings.Join(vms, ",")
 	}
 	fmt.Fprintf(&b, "Produced by `cd hack/bench && go run ./agent -footprint%s` on %s. ", args, time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "The agent binaries are the linux/amd64 and linux/arm64 images' of the agent image index built from this tree (`make images`, `testnode.AgentBinaryFromIndex`). "+
+	fmt.Fprintf(&b, "The agent binaries are taken from the agent's image index built from this tree, its linux/amd64 and linux/arm64 images (`make images`, `testnode.AgentBinaryFromIndex`). "+
 		"Each runs `nettune-agent run` against a kube-apiserver on this machine (from the VMs through qemu's user-mode network), "+
 		"applies 100 routes in a network namespace, idles %s (drift watcher and 30 s resync running), then applies new metrics on the 100 routes %d times. "+
 		"The VMs are hack/kernels' kernel lines under qemu TCG (`-m 1024 -smp 1`; aarch64: `-M virt -cpu cortex-a57`). "+
 		"RSS is smaps_rollup's Rss: anon (the Go heap, stacks and runtime; in parentheses, how much of it is in transparent huge pages) plus file (the binary's pages mapped: file-backed, or shared memory in the VMs' initramfs; its code and read-only data shown); the peak is VmHWM, reset before each apply; "+
-		"an apply's CPU is the agent's threads' run time from the spec update to the status reporting the revision, the median of the applies.\n\n", o.window, o.applies)
+		"an apply's CPU is the agent's threads' run time from the spec update to the status reporting the revision, the median of the applies. "+
+		"Rows marked (before) are an earlier run's (-before).\n\n", o.window, o.applies)
 	row := func(label string, f footprint) {
 		fmt.Fprintf(&b, "| %s%s | %s | %s | **%s** | %s (%s) | %s (%s + %s) | %s | %.3f %% | %s | %s |\n", f.Where, label, f.Arch, f.Kernel,
 			mib(f.IdleRSS), mib(f.IdleAnon), mib(f.IdleTHP), mib(f.IdleFile), mib(f.IdleText), mib(f.IdleROData), mib(f.ApplyPeakRSS), f.idleCPUPercent(),
-			f.ApplyCPU.Round(100*time.Microsecond), f.ApplyWall.Round(time.Millisecond))
+			roundDuration(f.ApplyCPU), f.ApplyWall.Round(time.Millisecond))
 	}
 	b.WriteString("| where | arch | kernel | RSS idle | anon (in THP) | file (binary code + rodata) | peak RSS, 100-route apply | idle CPU (% of a core) | CPU per apply | apply wall time |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rs {
