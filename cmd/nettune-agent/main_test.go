@@ -373,8 +373,13 @@ func freezeUntil(t *testing.T, p *process, timeout time.Duration, look func() (m
 	t.Helper()
 	pid := p.cmd.Process.Pid
 	deadline := time.Now().Add(timeout)
+	// The agent runs between two looks for a random time up to a quarter of
+	// the last look (at least 1 ms): under emulation a look takes tens of
+	// milliseconds, and with sub-millisecond slices the agent never reached
+	// its batch; natively it stays about 1 ms.
+	slice := time.Millisecond
 	for time.Now().Before(deadline) && p.running() {
-		time.Sleep(time.Duration(nettest.RandInt(t, 1000)) * time.Microsecond)
+		time.Sleep(time.Duration(nettest.RandInt(t, int(slice/time.Microsecond))) * time.Microsecond)
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			return nil, false
 		}
@@ -382,7 +387,9 @@ func freezeUntil(t *testing.T, p *process, timeout time.Duration, look func() (m
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 			continue
 		}
+		began := time.Now()
 		c, done := look()
+		slice = max(time.Millisecond, time.Since(began)/4)
 		if done {
 			return c, true
 		}

@@ -85,20 +85,10 @@ var triplets = map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-
 // about 15 minutes (arm64 alone 7m52s): cmd/nettune-agent's
 // TestAgentShipsProbeLatencyAndEventsToLoki (under TCG its 10 s wait for
 // the agent's port also failed once in four arm64 runs, while Loki started).
-//
-// Left out because it cannot pass under emulation as written:
-// TestAgentCLI/CrashRecovery. To kill the agent inside its route batch it
-// stops the agent, runs `ip route show`, and lets it run again for under
-// a millisecond, over and over for at most 15 s per try. Under TCG one
-// look takes tens of milliseconds while the agent, which needs about 0.3 s
-// of emulated CPU to reach its batch, gets the same sub-millisecond slices:
-// it never got there (20 tries, bin/kernels/logs: "kill N (mid-routes)
-// after 15.6s: routes at the kill map[r1:150]"), and the binary hit its
-// -test.timeout after 5 minutes.
 var testSuites = []suite{
 	{pkg: "node-agent/kernel"},
 	{pkg: "node-agent/agent", skip: "^(TestAgent.*|TestLeaseKeeperRenewsWithOneWrite)$"},
-	{pkg: "cmd/nettune-agent", run: "^(TestAgentCLI|TestLeastPrivilege)$", skip: "^TestAgentCLI$/^CrashRecovery$"},
+	{pkg: "cmd/nettune-agent", run: "^(TestAgentCLI|TestLeastPrivilege)$"},
 }
 
 type options struct {
