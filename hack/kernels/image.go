@@ -32,6 +32,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/nettune/nettune/internal/testnode"
 )
 
 // The VM's /init and the stand-in for `go build` (see goShim).
@@ -351,7 +353,21 @@ func buildTests(ctx context.Context, goBin, dir, arch string, suites []suite) er
 			return err
 		}
 	}
-	return run("build", "-ldflags=-s -w", "-o", filepath.Join(dir, "nettune-agent"), "./cmd/nettune-agent")
+	// The agent the VM runs is the one of its image: built into the agent's
+	// OCI image index by the code that builds the chart's images (a
+	// one-platform index: its manifest, config, layer and binary are those
+	// of that platform in `make images`' two-platform index), then read
+	// back out of it.
+	archive := filepath.Join(dir, "nettune-agent.oci.tar")
+	spec := testnode.AgentImage(testnode.ImageRegistry, "kernels")
+	if err := testnode.BuildImageIndex(ctx, ".", dir, archive, spec, []testnode.Platform{{Architecture: arch, OS: "linux"}}); err != nil {
+		return fmt.Errorf("the agent's image for %s: %w", arch, err)
+	}
+	bin, err := testnode.AgentBinaryFromIndex(archive, arch)
+	if err != nil {
+		return fmt.Errorf("the agent from its %s image: %w", arch, err)
+	}
+	return os.WriteFile(filepath.Join(dir, "nettune-agent"), bin, 0o755)
 }
 
 // writeRoot writes the repository root as the tests find it, by its go.mod
