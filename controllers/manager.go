@@ -28,6 +28,7 @@ import (
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/experiment"
+	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/controllers/liveness"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/profile"
@@ -95,4 +96,15 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	x := &experiment.Reconciler{Client: o.Client, Recorder: o.Recorder, Now: o.Now, Queriers: o.Queriers,
 		LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
 	return x.SetupWithManager(mgr)
+}
+
+// SetupHub registers the hub's reconciler instead of a cluster's three:
+// profiles applied at the hub are rolled out across the vehicles of the
+// managed clusters they select (docs/hub.md). clusterNamespace is
+// nettune's namespace in every managed cluster.
+func SetupHub(mgr ctrl.Manager, o Options, clusterNamespace string) error {
+	h := &hub.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
+		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Queriers: o.Queriers,
+		LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
+	return h.SetupWithManager(mgr)
 }

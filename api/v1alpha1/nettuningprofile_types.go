@@ -35,6 +35,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.initcwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.initcwnd) || self.defaults.initcwnd <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the initcwnd it inherits from defaults",fieldPath=".hostPairs"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.ssthresh) || has(p.parameters.cwnd) || p.parameters.ssthresh <= self.defaults.cwnd.value)",message="a host pair's ssthresh must not exceed the cwnd.value it inherits from defaults",fieldPath=".hostPairs"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.ssthresh) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.ssthresh) || self.defaults.ssthresh <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the ssthresh it inherits from defaults",fieldPath=".hostPairs"
+// +kubebuilder:validation:XValidation:rule="!(has(self.clusterSelector) && has(self.hubAssignment))",message="clusterSelector (read at a hub) and hubAssignment (written by a hub into a cluster) exclude each other",fieldPath=".hubAssignment"
 type NetTuningProfileSpec struct {
 	// nodeSelector selects the nodes this profile tunes. Empty selects every
 	// node that carries the vehicle label.
@@ -126,6 +127,26 @@ type NetTuningProfileSpec struct {
 	// it, every selected vehicle receives a new revision at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// clusterSelector is read by a nettune hub only (docs/hub.md): the
+	// managed clusters (Open Cluster Management ManagedClusters, by their
+	// labels) whose vehicles this profile is rolled out to as one fleet,
+	// with one canary, one judge and one rollback. Empty selects every
+	// managed cluster. A cluster's own controller ignores it, and it is not
+	// part of the revision.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// hubAssignment is written by a nettune hub into the copy of a profile
+	// it places in a cluster: the revision of each of the cluster's vehicles,
+	// as the hub's rollout decided it. The cluster's controller then plans
+	// no rollout of its own (rollout is ignored): it renders every vehicle
+	// with the revision named for it, and reports every vehicle in
+	// status.vehicleReport for the hub to read back. Not for hand edits.
+	// +optional
+	HubAssignment *HubAssignment `json:"hubAssignment,omitempty"`
 }
 
 // HostPair tunes the traffic sent from one host to another in the same vehicle.
@@ -908,6 +929,23 @@ type NetTuningProfileStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	Analysis []AnalysisResult `json:"analysis,omitempty"`
+
+	// vehicleReport is written only when spec.hubAssignment is set: one line
+	// per vehicle of the cluster (VehicleReport, EncodeVehicleReports), read
+	// by the hub through Open Cluster Management's status feedback, which
+	// carries scalar values only. Its lines change when a vehicle's revision,
+	// verification, failure or reachability does, never with heartbeats.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4194304
+	VehicleReport string `json:"vehicleReport,omitempty"`
+
+	// clusters is written at a hub only: per managed cluster the profile
+	// selects, its vehicles and whether the cluster is reachable.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10000
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
 }
 
 // NetTuningProfile declares per-host-pair TCP tuning for a fleet of vehicles

@@ -36,6 +36,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -81,6 +82,10 @@ type Options struct {
 	KubeAPIBurst int
 	// RenderWorkers is how many nodes' NodeNetTunings are rendered at once.
 	RenderWorkers int
+	// Hub runs the hub's reconciler (docs/hub.md) instead of a cluster's;
+	// ClusterNamespace is nettune's namespace in the managed clusters.
+	Hub              bool
+	ClusterNamespace string
 }
 
 func (o *Options) register(fs *flag.FlagSet) {
@@ -97,6 +102,8 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.RenderWorkers, "render-workers", noderender.DefaultWorkers, "NodeNetTunings rendered and written at once: each waits for the API server's answer to its write, so a loaded API server needs more in flight (at 5,000 nodes on 2 cores, 16 moved 2,500 nodes back in 19.5 s against 25.0 s with 4; docs/bench-scale-notes.md)")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", ns, "namespace of the leader election lease")
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace holding the profiles' revisions (ControllerRevisions)")
+	fs.BoolVar(&o.Hub, "hub", false, "run as a hub on Open Cluster Management (docs/hub.md): profiles applied here are rolled out across the vehicles of the managed clusters their clusterSelector picks, through one ManifestWork per cluster; the cluster reconcilers do not run")
+	fs.StringVar(&o.ClusterNamespace, "cluster-namespace", "nettune-system", "with --hub: nettune's namespace in every managed cluster (where the hub places the revisions it names)")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
 	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
 	fs.DurationVar(&o.QueryTimeout, "query-timeout", 30*time.Second, "timeout of one analysis query")
@@ -150,7 +157,11 @@ func run(args []string) error {
 
 // Run starts the manager and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	s, err := scheme.New()
+	newScheme := scheme.New
+	if o.Hub {
+		newScheme = scheme.NewHub
+	}
+	s, err := newScheme()
 	if err != nil {
 		return err
 	}
@@ -163,7 +174,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:              "nettune-controller.nettune.io",
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         fleetcache.Options(o.Namespace),
+		Cache:                         cacheOptions(o),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -199,7 +210,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}()
 		setup.EventLog = shipper
 	}
-	if err := controllers.Setup(mgr, setup); err != nil {
+	if o.Hub {
+		err = controllers.SetupHub(mgr, setup, o.ClusterNamespace)
+	} else {
+		err = controllers.Setup(mgr, setup)
+	}
+	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	// The revisions' namespace must exist; say so early rather than at the
@@ -224,4 +240,13 @@ func (n nsCheck) Start(ctx context.Context) error {
 		ctrl.Log.Error(err, "cannot check the revisions namespace", "namespace", n.ns)
 	}
 	return nil
+}
+
+// cacheOptions: a cluster's controller caches Nodes and NodeNetTunings
+// trimmed (fleetcache); a hub caches none of them.
+func cacheOptions(o Options) cache.Options {
+	if o.Hub {
+		return cache.Options{}
+	}
+	return fleetcache.Options(o.Namespace)
 }

@@ -181,3 +181,22 @@ func (f *Fleet) Kernels(vehicles []string, nnt func(node string) *v1alpha1.NodeN
 	}
 	return out
 }
+
+// Counters are the tcp_info counters every node of vehicle reported its
+// kernel provides, in the agent's order; nil when a node has not reported
+// its kernel.
+func (f *Fleet) Counters(vehicle string, nnt func(node string) *v1alpha1.NodeNetTuning) []string {
+	var out []string
+	for i, n := range f.Vehicles[vehicle] {
+		o := nnt(n.Name)
+		if o == nil || o.Status.Kernel == nil {
+			return nil
+		}
+		if i == 0 {
+			out = append([]string{}, o.Status.Kernel.TCPInfoCounters...)
+			continue
+		}
+		out = slices.DeleteFunc(out, func(c string) bool { return !o.Status.Kernel.Provides(c) })
+	}
+	return out
+}

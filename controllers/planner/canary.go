@@ -120,7 +120,8 @@ const MaxCanaryVehicles = 1000
 
 // stratified picks n vehicles so that every hardware model of the fleet is
 // represented (n is raised to the number of models), preferring reachable
-// vehicles, round-robin across models in a stable pseudo-random order.
+// vehicles, round-robin across models in a stable pseudo-random order; at a
+// hub, within a model, round-robin across clusters too.
 func (p *plan) stratified(n int) []string {
 	groups := map[string][]Vehicle{}
 	var models []string
@@ -144,6 +145,7 @@ func (p *plan) stratified(n int) []string {
 			}
 			return p.before(g[i].Name, g[j].Name)
 		})
+		groups[m] = spreadGroups(g)
 	}
 	if n < len(models) {
 		n = len(models)

@@ -91,6 +91,12 @@ type Vehicle struct {
 	// Nodes is how many nodes the vehicle has, VerifiedNodes how many of
 	// them verified their rendered state (shown, not planned on).
 	Nodes, VerifiedNodes int
+	// Group is the vehicle's managed cluster at a hub ("" in a cluster):
+	// a canary cohort chosen by count spreads across groups.
+	Group string
+	// Counters are the tcp_info counters every node's kernel provides (nil
+	// when a node has not reported its kernel), reported to a hub.
+	Counters []string
 }
 
 // Commands are the manual commands of the kubectl plugin, read from the
@@ -130,6 +136,9 @@ type Input struct {
 	// the Conflict and RenderWarnings conditions; nil leaves them as they
 	// are.
 	Render *RenderFindings
+	// Hub is the decision of a hub for this cluster's vehicles (the
+	// profile's spec.hubAssignment): followed instead of a rollout.
+	Hub *v1alpha1.HubAssignment
 }
 
 // Event is something worth a Kubernetes event.
@@ -211,6 +220,12 @@ func (p *plan) run() {
 	p.byName = make(map[string]int, len(p.in.Vehicles))
 	for i := range p.in.Vehicles {
 		p.byName[p.in.Vehicles[i].Name] = i
+	}
+
+	if p.in.Hub != nil {
+		p.follow()
+		p.finish()
+		return
 	}
 
 	switch {

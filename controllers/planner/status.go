@@ -80,6 +80,9 @@ func (p *plan) conditions() {
 		st.Conditions = setCondition(st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: text.Truncate(msg, 1024), ObservedGeneration: p.in.Generation}, now)
 	}
 	step := describeProgress(p)
+	if p.in.Hub != nil {
+		step = hubProgress(st)
+	}
 	switch st.Phase {
 	case v1alpha1.PhaseHealthy:
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "RolloutComplete", fmt.Sprintf("revision %s on %d vehicle(s)", st.StableRevision, st.Vehicles.Total))

@@ -44,6 +44,7 @@ import (
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/measure"
 	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/controllers/liveness"
 	"github.com/nettune/nettune/controllers/noderender"
@@ -263,21 +264,23 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
 		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.ObserveWith(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
-		LivenessTimer: r.Liveness != nil, Render: r.findings(p.Name),
+		LivenessTimer: r.Liveness != nil, Render: r.findings(p.Name), Hub: p.Spec.HubAssignment,
 	}
 	out = planner.Plan(in)
+	if p.Spec.HubAssignment != nil {
+		vs := in.Vehicles
+		for i := range vs {
+			vs[i].Counters = f.Counters(vs[i].Name, nnts)
+		}
+		out.Status.VehicleReport = v1alpha1.EncodeVehicleReports(planner.HubReports(vs, in.Now, p.Spec.Rollout))
+	} else {
+		out.Status.VehicleReport = ""
+	}
 	kernels := func(vehicles []string) map[string][]analysis.NodeKernel { return f.Kernels(vehicles, nnts) }
 	if len(out.Measures) > 0 {
-		// Every analysis of the step measured on the same plan, then one
-		// plan decides on all of their results.
-		view := out.Status
-		var results []v1alpha1.AnalysisResult
-		for _, m := range out.Measures {
-			if res, announce, measured := r.measure(ctx, p, m, view, kernels); measured {
-				results = append(results, res)
-				view = planner.WithResult(view, res)
-				emit = append(emit, announce)
-			}
+		results, taken := measure.Due(ctx, r.measureConfig(), p.Name, out, r.Now(), kernels)
+		for _, t := range taken {
+			emit = append(emit, r.announce(p, t))
 		}
 		if len(results) > 0 {
 			in.Status, in.Results, in.Render = out.Status, results, r.findings(p.Name)
@@ -310,50 +313,21 @@ func (r *Reconciler) findings(profile string) *planner.RenderFindings {
 	return &f
 }
 
-// measure takes one measurement of the analysis the planner waits for, if it
-// is due, and returns its result for the planner to record (st is the
-// status the planner asked from). kernels says what the given vehicles'
-// kernels reported, for the analysis to check what each cohort can measure.
-func (r *Reconciler) measure(ctx context.Context, p *v1alpha1.NetTuningProfile, m *planner.Measure, st v1alpha1.NetTuningProfileStatus,
-	kernels func(vehicles []string) map[string][]analysis.NodeKernel) (v1alpha1.AnalysisResult, func(), bool) {
-	spec := m.Spec
-	if spec == nil {
-		return v1alpha1.AnalysisResult{}, nil, false
-	}
-	prev, ok := planner.AnalysisResultOf(st, m.Analysis, m.Step)
-	if !ok {
-		prev = v1alpha1.AnalysisResult{Name: m.Analysis, Step: m.Step}
-	}
-	now := r.Now()
-	if due, _ := analysis.Due(prev, spec, now); !due {
-		return v1alpha1.AnalysisResult{}, nil, false
-	}
-	var meas analysis.Measurement
-	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "spec.rollout.analyses[].address")
-	if err != nil {
-		meas = analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
-	} else {
-		// The cohorts settled when the analysis took its first measurement
-		// (a judge counts messages only from one step after that).
-		since := analysis.StartedAt(prev, now)
-		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		meas = analysis.Measure(qctx, q, p.Name,
-			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since, Kernels: kernels(m.Canary)},
-			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since, Kernels: kernels(m.Baseline)}, now)
-		cancel()
-	}
-	res := analysis.Accumulate(prev, meas, spec)
-	res.Name, res.Step = m.Analysis, m.Step
-	announce := func() {
-		recordMeasurement(p.Name, spec, meas)
+func (r *Reconciler) measureConfig() measure.Config {
+	return measure.Config{Queriers: r.Queriers, LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress}
+}
+
+// announce records a measurement taken in the metrics and as an event.
+func (r *Reconciler) announce(p *v1alpha1.NetTuningProfile, t measure.Taken) func() {
+	return func() {
+		recordMeasurement(p.Name, t.Spec, t.Measurement)
 		typ := corev1.EventTypeNormal
-		if meas.Phase != analysis.PhaseSuccessful {
+		if t.Measurement.Phase != analysis.PhaseSuccessful {
 			typ = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(meas.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
-			spec.Name, m.Step, spec.Provider, meas.Message, res.Phase)
+		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(t.Measurement.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
+			t.Spec.Name, t.Step, t.Spec.Provider, t.Measurement.Message, t.Result.Phase)
 	}
-	return res, announce, true
 }
 
 // finalize lets a deleted profile go once no NodeNetTuning carries it any

@@ -26,10 +26,14 @@ import (
 )
 
 // Content is the part of a profile that is rolled out: everything but
-// the rollout itself. A revision is the content-addressed, immutable copy of it.
+// the rollout itself and where it is placed (clusterSelector, hubAssignment).
+// A revision is the content-addressed, immutable copy of it.
 func Content(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
 	c := p.Spec.DeepCopy()
 	c.Rollout = nil
+	// Where it goes is not what it is: a hub's profile and the copies it
+	// places in clusters hold one revision under one name.
+	c.ClusterSelector, c.HubAssignment = nil, nil
 	return c
 }
 

@@ -46,15 +46,9 @@ func NewStore(c client.Client, namespace string) *Store {
 
 // Ensure stores the profile's current content as revision name.
 func (r *Store) Ensure(ctx context.Context, p *v1alpha1.NetTuningProfile, name string, scheme *runtime.Scheme) error {
-	content := Content(p)
-	raw, err := json.Marshal(content)
+	cr, err := Object(r.namespace, p.Name, name, Content(p), p.Generation)
 	if err != nil {
-		return fmt.Errorf("encode revision %s: %w", name, err)
-	}
-	cr := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.namespace, Labels: map[string]string{v1alpha1.ProfileLabel: labelValue(p.Name)}},
-		Data:       runtime.RawExtension{Raw: raw},
-		Revision:   p.Generation,
+		return err
 	}
 	existing := &appsv1.ControllerRevision{}
 	switch err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, existing); {
@@ -90,6 +84,23 @@ func (r *Store) Prune(ctx context.Context, p *v1alpha1.NetTuningProfile, keep ma
 		}
 	}
 	return nil
+}
+
+// Object is revision name of profile, holding content, as the
+// ControllerRevision in namespace that stores it (without owner). A hub
+// places the same object in a cluster: the data is immutable, so one name
+// must always carry the same bytes.
+func Object(namespace, profile, name string, content *v1alpha1.NetTuningProfileSpec, generation int64) (*appsv1.ControllerRevision, error) {
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("encode revision %s: %w", name, err)
+	}
+	return &appsv1.ControllerRevision{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{v1alpha1.ProfileLabel: labelValue(profile)}},
+		Data:       runtime.RawExtension{Raw: raw},
+		Revision:   generation,
+	}, nil
 }
 
 func ownedBy(o metav1.Object, p *v1alpha1.NetTuningProfile) bool {

@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	nettunev1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 )
@@ -34,6 +36,22 @@ func New() (*runtime.Scheme, error) {
 	}
 	if err := nettunev1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("adding nettune types: %w", err)
+	}
+	return s, nil
+}
+
+// NewHub returns New's scheme with the Open Cluster Management types a
+// nettune hub reads and writes: ManagedCluster (cluster/v1) and
+// ManifestWork (work/v1).
+func NewHub() (*runtime.Scheme, error) {
+	s, err := New()
+	if err != nil {
+		return nil, err
+	}
+	for _, add := range []func(*runtime.Scheme) error{clusterv1.Install, workv1.Install} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("adding Open Cluster Management types: %w", err)
+		}
 	}
 	return s, nil
 }

@@ -1,0 +1,362 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/controllers/eventlog"
+	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/measure"
+	"github.com/nettune/nettune/controllers/internal/retry"
+	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/controllers/revision"
+)
+
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=work.open-cluster-management.io,resources=manifestworks,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler rolls a hub's NetTuningProfiles out across the vehicles of the
+// managed clusters they select.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// APIReader reads the profile past the cache, as a cluster's profile
+	// reconciler does; the Client when nil.
+	APIReader client.Reader
+	// Namespace holds the hub's ControllerRevisions.
+	Namespace string
+	// ClusterNamespace is nettune's namespace in every managed cluster,
+	// where the revisions the hub places go.
+	ClusterNamespace string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Queriers, LokiAddress and PrometheusAddress: the fleet's central Loki
+	// or Prometheus, which the judge reads.
+	Queriers          analysis.QuerierFactory
+	LokiAddress       string
+	PrometheusAddress string
+	// EventLog, when set, also receives every rollout event as a JSON line.
+	EventLog eventlog.Log
+	// SkipNameValidation lets tests start several managers in one process.
+	SkipNameValidation bool
+}
+
+// SetupWithManager registers the reconciler and its watches: the hub's
+// profiles, their ManifestWorks (status feedback) and the managed clusters
+// (availability, and clusters that join or leave).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Queriers == nil {
+		r.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
+	}
+	if r.ClusterNamespace == "" {
+		r.ClusterNamespace = "nettune-system"
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hubprofile").
+		For(&v1alpha1.NetTuningProfile{}).
+		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if o.GetLabels()[ManagedByLabel] != ManagedBy || o.GetAnnotations()[ProfileAnnotation] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetAnnotations()[ProfileAnnotation]}}}
+		})).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allProfiles)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retry.Limiter()}).
+		Complete(r)
+}
+
+func (r *Reconciler) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &v1alpha1.NetTuningProfileList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return out
+}
+
+// Reconcile runs one planning round for a hub profile over every vehicle of
+// its clusters, writes the ManifestWorks whose share changed, and patches
+// the profile's status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	p := &v1alpha1.NetTuningProfile{}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, p)
+	}
+	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
+		patch := client.MergeFrom(p.DeepCopy())
+		controllerutil.AddFinalizer(p, v1alpha1.CleanupFinalizer)
+		if err := r.Patch(ctx, p, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	base := p.DeepCopy()
+	out, clusters, taken, err := r.plan(ctx, p)
+	if err != nil {
+		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
+		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
+	}
+	p.Status = out.Status
+	p.Status.Clusters = clusters
+	if err := r.patchStatus(ctx, base, p); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, t := range taken {
+		typ := corev1.EventTypeNormal
+		if t.Measurement.Phase != analysis.PhaseSuccessful {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(t.Measurement.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
+			t.Spec.Name, t.Step, t.Spec.Provider, t.Measurement.Message, t.Result.Phase)
+	}
+	for _, e := range out.Events {
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(p, nil, typ, e.Reason, "Rollout", "%s", e.Message)
+		eventlog.Rollout(r.EventLog, p, e, r.Now())
+	}
+	logger.V(1).Info("planned", "revision", p.Status.CurrentRevision, "phase", p.Status.Phase, "clusters", len(clusters), "requeueAfter", out.RequeueAfter)
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
+}
+
+// plan gathers the clusters and their vehicles, runs the planner (and the
+// judge when a step waits for it) and writes each cluster's ManifestWork.
+func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (planner.Output, []v1alpha1.ClusterStatus, []measure.Taken, error) {
+	revs := revision.NewStore(r.Client, r.Namespace)
+	rev := revision.Name(p)
+	if err := revs.Ensure(ctx, p, rev, r.Scheme); err != nil {
+		return planner.Output{}, nil, nil, err
+	}
+	selected, err := r.selectClusters(ctx, p)
+	if err != nil {
+		return planner.Output{}, nil, nil, err
+	}
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
+		return planner.Output{}, nil, nil, fmt.Errorf("list ManifestWorks: %w", err)
+	}
+	existing := map[string]*workv1.ManifestWork{}
+	for i := range works.Items {
+		w := &works.Items[i]
+		if w.Annotations[ProfileAnnotation] == p.Name {
+			existing[w.Namespace] = w
+		}
+	}
+	now := r.Now()
+	clusters := make([]Cluster, 0, len(selected))
+	for _, mc := range selected {
+		clusters = append(clusters, Observe(mc, existing[mc.Name], p.Name))
+	}
+	vehicles, clusterOf, dup := Vehicles(clusters, now)
+	in := planner.Input{Now: now, Profile: p.Name, Revision: rev, Generation: p.Generation,
+		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: vehicles, Commands: fleetmodel.Commands(p)}
+	out := planner.Plan(in)
+	var taken []measure.Taken
+	if len(out.Measures) > 0 {
+		var results []v1alpha1.AnalysisResult
+		results, taken = measure.Due(ctx, measure.Config{Queriers: r.Queriers, LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress},
+			p.Name, out, now, Kernels(vehicles))
+		if len(results) > 0 {
+			in.Status, in.Results = out.Status, results
+			out = planner.Plan(in)
+		}
+	}
+	if len(dup) > 0 {
+		out.Events = append(out.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
+			Message: "vehicles reported by more than one cluster, kept in the first: " + strings.Join(dup, ", ")})
+	}
+
+	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
+		if name == rev {
+			return revision.Content(p), nil
+		}
+		return revs.Read(ctx, name)
+	}
+	// The revisions the works name stay at the hub as long as they do.
+	keep := map[string]bool{rev: true}
+	for _, rv := range out.Status.Revisions {
+		keep[rv.Name] = true
+	}
+	status := make([]v1alpha1.ClusterStatus, 0, len(clusters))
+	var errs []error
+	for _, c := range clusters {
+		share := Share(out.Assign, clusterOf, c.Name, out.Status.StableRevision)
+		cs := clusterStatus(c, out.Assign)
+		if err := r.place(ctx, p, c.Name, share, contents, existing[c.Name]); err != nil {
+			errs = append(errs, err)
+			cs.Message = err.Error()
+		}
+		delete(existing, c.Name)
+		status = append(status, cs)
+	}
+	// Clusters no longer selected (or gone) lose the profile.
+	for ns, w := range existing {
+		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove the work from cluster %s: %w", ns, err))
+		}
+	}
+	if err := revs.Prune(ctx, p, keep); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return planner.Output{}, nil, nil, err
+	}
+	return out, status, taken, nil
+}
+
+// selectClusters lists the managed clusters the profile selects, by name.
+func (r *Reconciler) selectClusters(ctx context.Context, p *v1alpha1.NetTuningProfile) ([]*clusterv1.ManagedCluster, error) {
+	opts := []client.ListOption{}
+	if p.Spec.ClusterSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.clusterSelector: %w", err)
+		}
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	}
+	list := &clusterv1.ManagedClusterList{}
+	if err := r.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("list ManagedClusters: %w", err)
+	}
+	out := make([]*clusterv1.ManagedCluster, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// place writes the cluster's ManifestWork when its share changed.
+func (r *Reconciler) place(ctx context.Context, p *v1alpha1.NetTuningProfile, cluster string, share *v1alpha1.HubAssignment,
+	contents Contents, existing *workv1.ManifestWork) error {
+	w, err := Work(p, cluster, r.ClusterNamespace, share, contents)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster, err)
+	}
+	if existing == nil {
+		if err := r.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("cluster %s: create work: %w", cluster, err)
+		}
+		worksWritten.WithLabelValues("create").Inc()
+		return nil
+	}
+	if SameSpec(w, existing) {
+		return nil
+	}
+	existing = existing.DeepCopy()
+	existing.Spec = w.Spec
+	if err := r.Update(ctx, existing); err != nil {
+		return fmt.Errorf("cluster %s: update work: %w", cluster, err)
+	}
+	worksWritten.WithLabelValues("update").Inc()
+	return nil
+}
+
+// clusterStatus summarizes one cluster for the hub profile's status.
+func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports))}
+	for _, rep := range c.Reports {
+		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
+			cs.Verified++
+		}
+	}
+	return cs
+}
+
+// patchStatus writes p's status when it differs from base's, with the
+// optimistic lock (as a cluster's profile reconciler does).
+func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
+	p.Status.ObservedGeneration = p.Generation
+	if apiequality.Semantic.DeepEqual(base.Status, p.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// finalize removes the profile from every cluster (its works) before the
+// profile goes.
+func (r *Reconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile) error {
+	works := &workv1.ManifestWorkList{}
+	if err := r.List(ctx, works, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
+		return fmt.Errorf("list ManifestWorks: %w", err)
+	}
+	for i := range works.Items {
+		w := &works.Items[i]
+		if w.Annotations[ProfileAnnotation] != p.Name {
+			continue
+		}
+		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("remove the work from cluster %s: %w", w.Namespace, err)
+		}
+	}
+	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	controllerutil.RemoveFinalizer(p, v1alpha1.CleanupFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, p, patch))
+}

@@ -1,0 +1,33 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hub
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// worksWritten counts the hub's ManifestWork writes (bench-hub's writes per
+// cluster moved).
+var worksWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "nettune_hub_work_writes_total",
+	Help: "ManifestWorks the hub created or updated, by verb.",
+}, []string{"verb"})
+
+func init() {
+	metrics.Registry.MustRegister(worksWritten)
+}

@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/revision"
+)
+
+// ProfileAnnotation names, on a ManifestWork, the hub profile it carries.
+const ProfileAnnotation = "nettune.io/profile"
+
+// ManagedByLabel marks the profiles and works a hub places.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// ManagedBy is ManagedByLabel's value.
+const ManagedBy = "nettune-hub"
+
+// WorkName is the name of a profile's ManifestWork in every cluster namespace.
+func WorkName(profile string) string {
+	name := "nettune-" + profile
+	if len(name) > 253 {
+		name = name[:240] + "-" + revision.Hash(profile)[:12]
+	}
+	return name
+}
+
+// Share is one cluster's part of a hub decision: the revision of every
+// vehicle not named, and per other revision the vehicles named for it.
+func Share(assign map[string]string, cluster map[string]string, name, stable string) *v1alpha1.HubAssignment {
+	byRev := map[string][]string{}
+	for v, rev := range assign {
+		if cluster[v] != name || rev == stable {
+			continue
+		}
+		byRev[rev] = append(byRev[rev], v)
+	}
+	h := &v1alpha1.HubAssignment{Stable: stable}
+	revs := make([]string, 0, len(byRev))
+	for rev := range byRev {
+		revs = append(revs, rev)
+	}
+	sort.Strings(revs)
+	for _, rev := range revs {
+		vs := byRev[rev]
+		sort.Strings(vs)
+		h.Assignments = append(h.Assignments, v1alpha1.RevisionAssignment{Revision: rev, Vehicles: vs})
+	}
+	return h
+}
+
+// Contents looks a revision's content up ("" is no revision).
+type Contents func(name string) (*v1alpha1.NetTuningProfileSpec, error)
+
+// Work is the ManifestWork that places profile p in cluster with its share
+// of the decision: the ControllerRevisions of the revisions the share names
+// other than the profile's own content (in the cluster's nettune namespace),
+// then the profile's copy, whose status.vehicleReport comes back as status
+// feedback.
+func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alpha1.HubAssignment, contents Contents) (*workv1.ManifestWork, error) {
+	own := revision.Name(p)
+	names := map[string]bool{}
+	if share.Stable != "" {
+		names[share.Stable] = true
+	}
+	for _, a := range share.Assignments {
+		names[a.Revision] = true
+	}
+	delete(names, own)
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	var manifests []workv1.Manifest
+	for _, n := range sorted {
+		content, err := contents(n)
+		if err != nil {
+			return nil, err
+		}
+		if content == nil {
+			return nil, fmt.Errorf("revision %s: no content at the hub (pruned?)", n)
+		}
+		cr, err := revision.Object(namespace, p.Name, n, content, 0)
+		if err != nil {
+			return nil, err
+		}
+		cr.Labels[ManagedByLabel] = ManagedBy
+		m, err := manifest(cr)
+		if err != nil {
+			return nil, err
+		}
+		manifests = append(manifests, m)
+	}
+	cp := &v1alpha1.NetTuningProfile{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NetTuningProfile"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: map[string]string{ManagedByLabel: ManagedBy}},
+		Spec:       *revision.Content(p),
+	}
+	cp.Spec.HubAssignment = share
+	if r := p.Spec.Rollout; r != nil && r.UnreachableAfter != nil {
+		// The cluster reports a vehicle Unreachable by the profile's own
+		// measure; nothing else of the rollout applies there.
+		cp.Spec.Rollout = &v1alpha1.RolloutSpec{UnreachableAfter: r.UnreachableAfter}
+	}
+	m, err := manifest(cp)
+	if err != nil {
+		return nil, err
+	}
+	manifests = append(manifests, m)
+	return &workv1.ManifestWork{
+		TypeMeta: metav1.TypeMeta{APIVersion: workv1.GroupVersion.String(), Kind: "ManifestWork"},
+		ObjectMeta: metav1.ObjectMeta{Name: WorkName(p.Name), Namespace: cluster,
+			Labels:      map[string]string{ManagedByLabel: ManagedBy},
+			Annotations: map[string]string{ProfileAnnotation: p.Name}},
+		Spec: workv1.ManifestWorkSpec{
+			Workload: workv1.ManifestsTemplate{Manifests: manifests},
+			ManifestConfigs: []workv1.ManifestConfigOption{{
+				ResourceIdentifier: workv1.ResourceIdentifier{Group: v1alpha1.GroupVersion.Group, Resource: "nettuningprofiles", Name: p.Name},
+				FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType,
+					JsonPaths: []workv1.JsonPath{{Name: FeedbackName, Path: ".vehicleReport"}}}},
+			}},
+		},
+	}, nil
+}
+
+func manifest(o runtime.Object) (workv1.Manifest, error) {
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return workv1.Manifest{}, err
+	}
+	return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}, nil
+}
+
+// SameSpec reports whether two works place the same manifests with the same
+// configuration, comparing the manifests as JSON values (the API server
+// hands them back with their keys in another order).
+func SameSpec(a, b *workv1.ManifestWork) bool {
+	if len(a.Spec.Workload.Manifests) != len(b.Spec.Workload.Manifests) ||
+		!reflect.DeepEqual(a.Spec.ManifestConfigs, b.Spec.ManifestConfigs) {
+		return false
+	}
+	for i := range a.Spec.Workload.Manifests {
+		var x, y any
+		if json.Unmarshal(a.Spec.Workload.Manifests[i].Raw, &x) != nil || json.Unmarshal(b.Spec.Workload.Manifests[i].Raw, &y) != nil {
+			return false
+		}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/revision"
+)
+
+func profile() *v1alpha1.NetTuningProfile {
+	ssthresh := int32(20)
+	after := metav1.Duration{Duration: 40 * time.Second}
+	return &v1alpha1.NetTuningProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "lan", Generation: 4},
+		Spec: v1alpha1.NetTuningProfileSpec{
+			VehicleLabel: "nettune.io/vehicle", Defaults: &v1alpha1.TCPParameters{Ssthresh: &ssthresh},
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+			Rollout:         &v1alpha1.RolloutSpec{UnreachableAfter: &after, Steps: []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}}},
+		},
+	}
+}
+
+func TestShare(t *testing.T) {
+	assign := map[string]string{"a1": "lan-r2", "a2": "lan-r1", "b1": "lan-r2", "a3": "lan-r3"}
+	cluster := map[string]string{"a1": "a", "a2": "a", "a3": "a", "b1": "b"}
+	got := Share(assign, cluster, "a", "lan-r1")
+	if got.Stable != "lan-r1" || fmt.Sprint(got.Assignments) != "[{lan-r2 [a1]} {lan-r3 [a3]}]" {
+		t.Errorf("share of a: %+v", got)
+	}
+	if got := Share(assign, cluster, "c", "lan-r1"); got.Stable != "lan-r1" || len(got.Assignments) != 0 {
+		t.Errorf("a cluster with no known vehicle gets the stable revision only: %+v", got)
+	}
+}
+
+// TestWork: the work carries the revisions the share names other than the
+// profile's own content, then the profile's copy with the share, the
+// profile's unreachableAfter and nothing else of its rollout nor its
+// cluster selector; the copy's revision name is the hub's.
+func TestWork(t *testing.T) {
+	p := profile()
+	own := revision.Name(p)
+	stableContent := revision.Content(p)
+	stableContent.Defaults.Ssthresh = ptr(int32(10))
+	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
+		if name == "lan-stable" {
+			return stableContent, nil
+		}
+		return nil, nil
+	}
+	share := &v1alpha1.HubAssignment{Stable: "lan-stable", Assignments: []v1alpha1.RevisionAssignment{{Revision: own, Vehicles: []string{"a1"}}}}
+	w, err := Work(p, "cluster-a", "nettune-system", share, contents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Namespace != "cluster-a" || w.Name != "nettune-lan" || w.Annotations[ProfileAnnotation] != "lan" || len(w.Spec.Workload.Manifests) != 2 {
+		t.Fatalf("work %s/%s %v with %d manifests", w.Namespace, w.Name, w.Annotations, len(w.Spec.Workload.Manifests))
+	}
+	var cr struct {
+		Kind     string
+		Metadata metav1.ObjectMeta
+		Data     json.RawMessage
+	}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &cr); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(stableContent)
+	if cr.Kind != "ControllerRevision" || cr.Metadata.Name != "lan-stable" || cr.Metadata.Namespace != "nettune-system" || string(cr.Data) != string(want) {
+		t.Errorf("revision manifest %s %s/%s data %s", cr.Kind, cr.Metadata.Namespace, cr.Metadata.Name, cr.Data)
+	}
+	cp := &v1alpha1.NetTuningProfile{}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[1].Raw, cp); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Kind != "NetTuningProfile" || cp.Spec.ClusterSelector != nil || cp.Spec.HubAssignment == nil || cp.Spec.Rollout == nil ||
+		len(cp.Spec.Rollout.Steps) != 0 || cp.Spec.Rollout.UnreachableAfter.Duration != 40*time.Second {
+		t.Errorf("the copy: %+v", cp.Spec)
+	}
+	if revision.Name(cp) != own {
+		t.Errorf("the copy's revision %s, the hub's %s", revision.Name(cp), own)
+	}
+	if fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths[0]; fb.Path != ".vehicleReport" || fb.Name != FeedbackName {
+		t.Errorf("feedback rule %+v", fb)
+	}
+
+	// The API server hands the manifests back with their keys sorted.
+	back := w.DeepCopy()
+	for i, m := range back.Spec.Workload.Manifests {
+		var v any
+		_ = json.Unmarshal(m.Raw, &v)
+		back.Spec.Workload.Manifests[i].Raw, _ = json.Marshal(v)
+	}
+	if string(back.Spec.Workload.Manifests[1].Raw) == string(w.Spec.Workload.Manifests[1].Raw) {
+		t.Fatalf("the re-encoding kept the key order: the comparison below proves nothing")
+	}
+	if !SameSpec(w, back) {
+		t.Errorf("the same work re-encoded compares different")
+	}
+	moved := &v1alpha1.HubAssignment{Stable: "lan-stable", Assignments: []v1alpha1.RevisionAssignment{{Revision: own, Vehicles: []string{"a1", "a2"}}}}
+	w2, _ := Work(p, "cluster-a", "nettune-system", moved, contents)
+	if SameSpec(w, w2) {
+		t.Errorf("a vehicle moved and the works compare the same")
+	}
+	if _, err := Work(p, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-gone"}, contents); err == nil || !strings.Contains(err.Error(), "lan-gone") {
+		t.Errorf("a revision without content: %v", err)
+	}
+}
+
+// TestObserveAndVehicles: a silent cluster's vehicles were last seen when it
+// went silent; a reachable one's now; a vehicle its cluster already counts
+// Unreachable keeps that time; duplicates stay in the first cluster.
+func TestObserveAndVehicles(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	down := now.Add(-3 * time.Minute)
+	silentVehicle := now.Add(-time.Hour)
+	report := func(rs ...v1alpha1.VehicleReport) *workv1.ManifestWork {
+		s := v1alpha1.EncodeVehicleReports(rs)
+		return &workv1.ManifestWork{Status: workv1.ManifestWorkStatus{ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{{
+			ResourceMeta:    workv1.ManifestResourceMeta{Resource: "nettuningprofiles", Name: "lan"},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{{Name: FeedbackName, Value: workv1.FieldValue{Type: workv1.String, String: &s}}}},
+		}}}}}
+	}
+	mc := func(name string, available metav1.ConditionStatus, since time.Time) *clusterv1.ManagedCluster {
+		return &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: clusterv1.ManagedClusterStatus{Conditions: []metav1.Condition{{
+			Type: clusterv1.ManagedClusterConditionAvailable, Status: available, Reason: "x", LastTransitionTime: metav1.NewTime(since)}}}}
+	}
+	a := Observe(mc("a", metav1.ConditionTrue, now), report(
+		v1alpha1.VehicleReport{Vehicle: "a1", Revision: "lan-r1", Verified: true, Hardware: []string{"xavier"}},
+		v1alpha1.VehicleReport{Vehicle: "a2", Revision: "lan-r1", UnreachableSince: silentVehicle}), "lan")
+	b := Observe(mc("b", metav1.ConditionUnknown, down), report(
+		v1alpha1.VehicleReport{Vehicle: "b1", Revision: "lan-r1", Verified: true},
+		v1alpha1.VehicleReport{Vehicle: "a1", Revision: "lan-r1"}), "lan")
+	c := Observe(mc("c", metav1.ConditionTrue, now), nil, "lan")
+	if !a.Reachable || b.Reachable || !b.Since.Equal(down) || c.Reports != nil || !strings.Contains(c.Message, "no work") {
+		t.Fatalf("observed a %+v b %+v c %+v", a, b, c)
+	}
+	vs, clusterOf, dup := Vehicles([]Cluster{a, b, c}, now)
+	if len(vs) != 3 || fmt.Sprint(dup) != "[a1]" || clusterOf["a1"] != "a" || clusterOf["b1"] != "b" {
+		t.Fatalf("vehicles %v dup %v clusters %v", vs, dup, clusterOf)
+	}
+	seen := map[string]time.Time{}
+	for _, v := range vs {
+		seen[v.Name] = v.LastSeen
+		if v.Labels.Get(ClusterLabel) != v.Group {
+			t.Errorf("%s: cluster label %q, group %q", v.Name, v.Labels.Get(ClusterLabel), v.Group)
+		}
+	}
+	if !seen["a1"].Equal(now) || !seen["a2"].Equal(silentVehicle) || !seen["b1"].Equal(down) {
+		t.Errorf("last seen %v", seen)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,144 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+// follow carries out a hub's decision in a cluster (in.Hub): every vehicle
+// gets the revision the hub named for it, or the hub's stable revision
+// (none before the profile's first rollout finished);
+// there are no steps, no analyses and no rollback here (the hub decides
+// them for the whole fleet). The status says how far the cluster is.
+func (p *plan) follow() {
+	st := p.st()
+	h := p.in.Hub
+	stable := h.Stable
+	named := map[string]string{}
+	for _, a := range h.Assignments {
+		for _, v := range a.Vehicles {
+			named[v] = a.Revision
+		}
+	}
+	inUse := map[string]bool{p.in.Revision: true}
+	pending, failed := 0, 0
+	for _, v := range p.in.Vehicles {
+		rev := stable
+		if r, ok := named[v.Name]; ok {
+			rev = r
+		}
+		p.out.Assign[v.Name] = rev
+		if rev != "" {
+			inUse[rev] = true
+		}
+		if v.Failed {
+			failed++
+		} else if rev != "" && (v.Assigned != rev || v.Mixed || !v.Verified) {
+			pending++
+		}
+	}
+	st.CurrentRevision, st.StableRevision, st.FailedRevision = p.in.Revision, stable, ""
+	st.CurrentStep, st.StepStarted, st.CanaryVehicles, st.Analysis = nil, nil, nil, nil
+	// The revisions in use, so that the controller keeps their
+	// ControllerRevisions (the hub places the ones it names).
+	var revs []v1alpha1.Revision
+	for _, r := range st.Revisions {
+		if inUse[r.Name] {
+			revs = append(revs, r)
+			delete(inUse, r.Name)
+		}
+	}
+	var added []string
+	for name := range inUse {
+		added = append(added, name)
+	}
+	sort.Strings(added)
+	for _, name := range added {
+		revs = append(revs, v1alpha1.Revision{Name: name, Generation: p.in.Generation, Created: metav1.NewTime(p.in.Now), Outcome: v1alpha1.OutcomeProgressing})
+	}
+	st.Revisions = revs
+	switch {
+	case failed > 0:
+		st.Phase = v1alpha1.PhaseDegraded
+	case pending > 0:
+		st.Phase = v1alpha1.PhaseProgressing
+	default:
+		st.Phase = v1alpha1.PhaseHealthy
+	}
+}
+
+// HubReports are the vehicles as a cluster reports them to its hub
+// (status.vehicleReport): what every vehicle is rendered with, whether it
+// verified or failed it, and since when it is Unreachable, judged with the
+// profile's unreachableAfter.
+func HubReports(vehicles []Vehicle, now time.Time, rollout *v1alpha1.RolloutSpec) []v1alpha1.VehicleReport {
+	after := rollout.GetUnreachableAfter()
+	out := make([]v1alpha1.VehicleReport, 0, len(vehicles))
+	for _, v := range vehicles {
+		r := v1alpha1.VehicleReport{Vehicle: v.Name, Revision: v.Assigned, Verified: v.Verified && !v.Mixed, Failed: v.Failed, Mixed: v.Mixed,
+			Hardware: v.Hardware, Counters: v.Counters}
+		if v.Mixed {
+			r.Revision = ""
+		}
+		if !Reachable(v, now, after) {
+			r.UnreachableSince = v.LastSeen
+			if v.LastSeen.IsZero() {
+				r.UnreachableSince = time.Unix(1, 0)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func hubProgress(st *v1alpha1.NetTuningProfileStatus) string {
+	return fmt.Sprintf("following the hub: %d/%d vehicles assigned %s, %d verified", st.Vehicles.Updated, st.Vehicles.Total, st.CurrentRevision, st.Vehicles.Verified)
+}
+
+// spreadGroups reorders vehicles (already in preference order) round-robin
+// across their groups, each group keeping its order and the groups ordered
+// by their first vehicle: the first n of the result then span min(n,
+// groups) clusters.
+func spreadGroups(vs []Vehicle) []Vehicle {
+	var groups []string
+	byGroup := map[string][]Vehicle{}
+	for _, v := range vs {
+		if _, ok := byGroup[v.Group]; !ok {
+			groups = append(groups, v.Group)
+		}
+		byGroup[v.Group] = append(byGroup[v.Group], v)
+	}
+	if len(groups) < 2 {
+		return vs
+	}
+	out := make([]Vehicle, 0, len(vs))
+	for round := 0; len(out) < len(vs); round++ {
+		for _, g := range groups {
+			if round < len(byGroup[g]) {
+				out = append(out, byGroup[g][round])
+			}
+		}
+	}
+	return out
+}
