@@ -41,6 +41,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -72,6 +73,15 @@ type Options struct {
 	Heartbeat time.Duration
 	// Progress receives one line per stage.
 	Progress io.Writer
+	// ControlPlane, when set, is the cluster the fleet joins instead of
+	// starting its own (a hub's spoke cluster, test/hub): its Client,
+	// Config and Kubeconfig are used, and Close leaves it running.
+	ControlPlane *localcp.ControlPlane
+	// Loki, when set, is a Loki shared with other fleets (the fleet's
+	// central Loki at a hub); Close leaves it running.
+	Loki *testenv.Loki
+	// NoPrometheus starts no Prometheus (analyses then read Loki only).
+	NoPrometheus bool
 }
 
 // DefaultVehicles is four Xavier vehicles of three hosts.
@@ -102,6 +112,8 @@ type Fleet struct {
 	agentPorts map[string]int      // metrics port by node name
 	agentArgs  map[string][]string // extra arguments by node name
 	controller *proc
+	// sharedCP and sharedLoki were handed in (Options): Close leaves them.
+	sharedCP, sharedLoki bool
 }
 
 // NodeName is the Node of a vehicle's host.
@@ -145,17 +157,23 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	}()
 
 	began := time.Now()
-	f.CP, err = localcp.Start(filepath.Join(o.Dir, "controlplane"))
-	if err != nil {
-		return nil, fmt.Errorf("control plane: %w", err)
+	if o.ControlPlane != nil {
+		f.CP, f.sharedCP = o.ControlPlane, true
+	} else {
+		f.CP, err = localcp.Start(filepath.Join(o.Dir, "controlplane"))
+		if err != nil {
+			return nil, fmt.Errorf("control plane: %w", err)
+		}
+		f.progress("    kube-apiserver and etcd up in %s (kubeconfig %s)", time.Since(began).Round(time.Millisecond), f.CP.Kubeconfig)
 	}
-	if err := f.CP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+	if err := f.CP.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("namespace %s: %w", Namespace, err)
 	}
-	f.progress("    kube-apiserver and etcd up in %s (kubeconfig %s)", time.Since(began).Round(time.Millisecond), f.CP.Kubeconfig)
 
 	began = time.Now()
-	if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
+	if o.Loki != nil {
+		f.Loki, f.sharedLoki = o.Loki, true
+	} else if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
 		return nil, err
 	}
 	var nodes []string
@@ -175,10 +193,12 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	}
 	f.ControllerMetrics = fmt.Sprintf("127.0.0.1:%d", ports[len(nodes)])
 	targets = append(targets, f.ControllerMetrics)
-	if f.Prometheus, err = testenv.RunPrometheus(filepath.Join(o.Dir, "prometheus"), targets); err != nil {
-		return nil, err
+	if !o.NoPrometheus {
+		if f.Prometheus, err = testenv.RunPrometheus(filepath.Join(o.Dir, "prometheus"), targets); err != nil {
+			return nil, err
+		}
+		f.progress("    Loki %s and Prometheus %s up in %s", f.Loki.URL, f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
 	}
-	f.progress("    Loki %s and Prometheus %s up in %s", f.Loki.URL, f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
 
 	began = time.Now()
 	for _, vs := range o.Vehicles {
@@ -366,10 +386,13 @@ func (f *Fleet) env() []string {
 }
 
 func (f *Fleet) startController() error {
-	args := []string{"--namespace", Namespace, "--loki-address", f.Loki.URL, "--prometheus-address", f.Prometheus.URL,
+	args := []string{"--namespace", Namespace, "--loki-address", f.Loki.URL,
 		"--metrics-bind-address", f.ControllerMetrics, "--health-probe-bind-address", "0",
 		// Rollout events to Loki as {job="nettune-controller", profile}.
 		"--loki-push-url", f.Loki.URL, "--loki-buffer-dir", filepath.Join(f.Dir, "controller", "loki-buffer")}
+	if f.Prometheus != nil {
+		args = append(args, "--prometheus-address", f.Prometheus.URL)
+	}
 	p, err := startProc(f.bin("nettune-controller"), args, f.env(), filepath.Join(f.Dir, "logs", "controller.log"))
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
@@ -461,10 +484,10 @@ func (f *Fleet) Close() error {
 	if f.Prometheus != nil {
 		errs = append(errs, f.Prometheus.Close())
 	}
-	if f.Loki != nil {
+	if f.Loki != nil && !f.sharedLoki {
 		errs = append(errs, f.Loki.Close())
 	}
-	if f.CP != nil {
+	if f.CP != nil && !f.sharedCP {
 		errs = append(errs, f.CP.Stop())
 		f.CP = nil
 	}

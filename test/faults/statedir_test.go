@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,6 +72,24 @@ func smallDisk(t *testing.T, node string) string {
 		}
 	})
 	return dir
+}
+
+// agentUp waits until node's agent, started at or after since, serves its
+// metrics and renewed its Lease.
+func agentUp(t *testing.T, node string, since time.Time) {
+	t.Helper()
+	waitFor(t, time.Minute, node+"'s agent up (metrics served, Lease renewed)", func() bool {
+		resp, err := http.Get("http://" + f.AgentMetrics(node) + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		l := &coordinationv1.Lease{}
+		if err := f.CP.Client.Get(context.Background(), client.ObjectKey{Namespace: fleet.Namespace, Name: node}, l); err != nil {
+			return false
+		}
+		return l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
+	})
 }
 
 // fill writes a file into dir until the file system is full.
@@ -130,9 +150,14 @@ func TestAgentStateDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := smallDisk(t, node)
+			restarted := time.Now()
 			if err := f.StartAgents("av-001"); err != nil {
 				t.Fatal(err)
 			}
+			// The fault lands on a running agent, not on its start: a
+			// remount racing the agent's boot tested the boot instead (and
+			// once, in CI, never saw the agent report).
+			agentUp(t, node, restarted)
 			if mode == "full" {
 				fill(t, dir)
 			} else {
