@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // HubAssignment is a hub's decision for one cluster's vehicles
@@ -39,6 +41,19 @@ type HubAssignment struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=101
 	Assignments []RevisionAssignment `json:"assignments,omitempty"`
+	// unreachableAfter is the hub profile's rollout.unreachableAfter: the
+	// cluster reports a vehicle Unreachable by the same measure.
+	// +optional
+	UnreachableAfter *metav1.Duration `json:"unreachableAfter,omitempty"`
+}
+
+// Rollout is what a cluster's controller plans a hub's copy with: no
+// steps of its own, the hub's unreachableAfter.
+func (h *HubAssignment) Rollout() *RolloutSpec {
+	if h == nil || h.UnreachableAfter == nil {
+		return nil
+	}
+	return &RolloutSpec{UnreachableAfter: h.UnreachableAfter}
 }
 
 // ClusterStatus is one managed cluster of a hub profile.

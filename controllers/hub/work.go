@@ -77,11 +77,14 @@ type Contents func(name string) (*v1alpha1.NetTuningProfileSpec, error)
 
 // Work is the ManifestWork that places profile p in cluster with its share
 // of the decision: the ControllerRevisions of the revisions the share names
-// other than the profile's own content (in the cluster's nettune namespace),
-// then the profile's copy, whose status.vehicleReport comes back as status
-// feedback.
+// (in the cluster's nettune namespace), then the profile's copy, whose
+// status.vehicleReport comes back as status feedback.
 func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alpha1.HubAssignment, contents Contents) (*workv1.ManifestWork, error) {
-	own := revision.Name(p)
+	// Every revision the share names, the profile's own content too: the
+	// cluster's controller may have stored any of them already under the
+	// same content-addressed name (its data immutable, in another key
+	// order), so each is created only if missing (CreateOnly), and stays
+	// placed while the share names it.
 	names := map[string]bool{}
 	if share.Stable != "" {
 		names[share.Stable] = true
@@ -89,13 +92,17 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 	for _, a := range share.Assignments {
 		names[a.Revision] = true
 	}
-	delete(names, own)
 	sorted := make([]string, 0, len(names))
 	for n := range names {
 		sorted = append(sorted, n)
 	}
 	sort.Strings(sorted)
 	var manifests []workv1.Manifest
+	configs := []workv1.ManifestConfigOption{{
+		ResourceIdentifier: workv1.ResourceIdentifier{Group: v1alpha1.GroupVersion.Group, Resource: "nettuningprofiles", Name: p.Name},
+		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType,
+			JsonPaths: []workv1.JsonPath{{Name: FeedbackName, Path: ".status.vehicleReport"}}}},
+	}}
 	for _, n := range sorted {
 		content, err := contents(n)
 		if err != nil {
@@ -114,18 +121,23 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 			return nil, err
 		}
 		manifests = append(manifests, m)
+		configs = append(configs, workv1.ManifestConfigOption{
+			ResourceIdentifier: workv1.ResourceIdentifier{Group: "apps", Resource: "controllerrevisions", Name: n, Namespace: namespace},
+			UpdateStrategy:     &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeCreateOnly},
+		})
 	}
 	cp := &v1alpha1.NetTuningProfile{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NetTuningProfile"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: map[string]string{ManagedByLabel: ManagedBy}},
 		Spec:       *revision.Content(p),
 	}
-	cp.Spec.HubAssignment = share
+	share = share.DeepCopy()
 	if r := p.Spec.Rollout; r != nil && r.UnreachableAfter != nil {
 		// The cluster reports a vehicle Unreachable by the profile's own
 		// measure; nothing else of the rollout applies there.
-		cp.Spec.Rollout = &v1alpha1.RolloutSpec{UnreachableAfter: r.UnreachableAfter}
+		share.UnreachableAfter = r.UnreachableAfter
 	}
+	cp.Spec.HubAssignment = share
 	m, err := manifest(cp)
 	if err != nil {
 		return nil, err
@@ -137,12 +149,8 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 			Labels:      map[string]string{ManagedByLabel: ManagedBy},
 			Annotations: map[string]string{ProfileAnnotation: p.Name}},
 		Spec: workv1.ManifestWorkSpec{
-			Workload: workv1.ManifestsTemplate{Manifests: manifests},
-			ManifestConfigs: []workv1.ManifestConfigOption{{
-				ResourceIdentifier: workv1.ResourceIdentifier{Group: v1alpha1.GroupVersion.Group, Resource: "nettuningprofiles", Name: p.Name},
-				FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType,
-					JsonPaths: []workv1.JsonPath{{Name: FeedbackName, Path: ".vehicleReport"}}}},
-			}},
+			Workload:        workv1.ManifestsTemplate{Manifests: manifests},
+			ManifestConfigs: configs,
 		},
 	}, nil
 }

@@ -66,8 +66,11 @@ func TestWork(t *testing.T) {
 	stableContent := revision.Content(p)
 	stableContent.Defaults.Ssthresh = ptr(int32(10))
 	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
-		if name == "lan-stable" {
+		switch name {
+		case "lan-stable":
 			return stableContent, nil
+		case own:
+			return revision.Content(p), nil
 		}
 		return nil, nil
 	}
@@ -76,7 +79,7 @@ func TestWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Namespace != "cluster-a" || w.Name != "nettune-lan" || w.Annotations[ProfileAnnotation] != "lan" || len(w.Spec.Workload.Manifests) != 2 {
+	if w.Namespace != "cluster-a" || w.Name != "nettune-lan" || w.Annotations[ProfileAnnotation] != "lan" || len(w.Spec.Workload.Manifests) != 3 {
 		t.Fatalf("work %s/%s %v with %d manifests", w.Namespace, w.Name, w.Annotations, len(w.Spec.Workload.Manifests))
 	}
 	var cr struct {
@@ -84,7 +87,11 @@ func TestWork(t *testing.T) {
 		Metadata metav1.ObjectMeta
 		Data     json.RawMessage
 	}
-	if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &cr); err != nil {
+	stableAt := 1
+	if own > "lan-stable" {
+		stableAt = 0
+	}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[stableAt].Raw, &cr); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := json.Marshal(stableContent)
@@ -92,18 +99,28 @@ func TestWork(t *testing.T) {
 		t.Errorf("revision manifest %s %s/%s data %s", cr.Kind, cr.Metadata.Namespace, cr.Metadata.Name, cr.Data)
 	}
 	cp := &v1alpha1.NetTuningProfile{}
-	if err := json.Unmarshal(w.Spec.Workload.Manifests[1].Raw, cp); err != nil {
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[2].Raw, cp); err != nil {
 		t.Fatal(err)
 	}
-	if cp.Kind != "NetTuningProfile" || cp.Spec.ClusterSelector != nil || cp.Spec.HubAssignment == nil || cp.Spec.Rollout == nil ||
-		len(cp.Spec.Rollout.Steps) != 0 || cp.Spec.Rollout.UnreachableAfter.Duration != 40*time.Second {
+	if cp.Kind != "NetTuningProfile" || cp.Spec.ClusterSelector != nil || cp.Spec.HubAssignment == nil || cp.Spec.Rollout != nil ||
+		cp.Spec.HubAssignment.UnreachableAfter == nil || cp.Spec.HubAssignment.UnreachableAfter.Duration != 40*time.Second {
 		t.Errorf("the copy: %+v", cp.Spec)
 	}
 	if revision.Name(cp) != own {
 		t.Errorf("the copy's revision %s, the hub's %s", revision.Name(cp), own)
 	}
-	if fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths[0]; fb.Path != ".vehicleReport" || fb.Name != FeedbackName {
+	if fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths[0]; fb.Path != ".status.vehicleReport" || fb.Name != FeedbackName {
 		t.Errorf("feedback rule %+v", fb)
+	}
+	// The revisions are created only where missing: the cluster may hold
+	// them already, under the same name, with the same content.
+	for _, c := range w.Spec.ManifestConfigs[1:] {
+		if c.ResourceIdentifier.Resource != "controllerrevisions" || c.UpdateStrategy == nil || c.UpdateStrategy.Type != workv1.UpdateStrategyTypeCreateOnly {
+			t.Errorf("revision config %+v", c)
+		}
+	}
+	if len(w.Spec.ManifestConfigs) != 3 {
+		t.Errorf("%d manifest configs, want the profile's and one per revision", len(w.Spec.ManifestConfigs))
 	}
 
 	// The API server hands the manifests back with their keys sorted.
@@ -113,7 +130,7 @@ func TestWork(t *testing.T) {
 		_ = json.Unmarshal(m.Raw, &v)
 		back.Spec.Workload.Manifests[i].Raw, _ = json.Marshal(v)
 	}
-	if string(back.Spec.Workload.Manifests[1].Raw) == string(w.Spec.Workload.Manifests[1].Raw) {
+	if string(back.Spec.Workload.Manifests[2].Raw) == string(w.Spec.Workload.Manifests[2].Raw) {
 		t.Fatalf("the re-encoding kept the key order: the comparison below proves nothing")
 	}
 	if !SameSpec(w, back) {

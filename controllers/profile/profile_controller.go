@@ -256,14 +256,20 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 		return planner.Output{}, nil, err
 	}
 
+	rollout := p.Spec.Rollout
+	if p.Spec.HubAssignment != nil {
+		// A hub's copy: the hub rolls it out; only its unreachableAfter
+		// applies here.
+		rollout = p.Spec.HubAssignment.Rollout()
+	}
 	var live fleetmodel.Liveness
 	if r.Liveness != nil {
-		r.Liveness.Track(p.Name, p.Spec.Rollout.GetUnreachableAfter())
+		r.Liveness.Track(p.Name, rollout.GetUnreachableAfter())
 		live = r.Liveness
 	}
 	in := planner.Input{
 		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
-		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: f.ObserveWith(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
+		Rollout: rollout, Status: p.Status, Vehicles: f.ObserveWith(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
 		LivenessTimer: r.Liveness != nil, Render: r.findings(p.Name), Hub: p.Spec.HubAssignment,
 	}
 	out = planner.Plan(in)
@@ -272,7 +278,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 		for i := range vs {
 			vs[i].Counters = f.Counters(vs[i].Name, nnts)
 		}
-		out.Status.VehicleReport = v1alpha1.EncodeVehicleReports(planner.HubReports(vs, in.Now, p.Spec.Rollout))
+		out.Status.VehicleReport = v1alpha1.EncodeVehicleReports(planner.HubReports(vs, in.Now, rollout))
 	} else {
 		out.Status.VehicleReport = ""
 	}
