@@ -46,12 +46,13 @@ demo: deps tools build ## The embedded default (root): control plane, Loki, Prom
 
 .PHONY: test
 test: deps tools ansible verify vet build chart ## Run every test: unit, envtest (real kube-apiserver, etcd, Loki, Prometheus), netns, chart, Ansible, then end to end.
-	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/node) -count=1 -timeout 30m
+	NETTUNE_REQUIRE_TOOLS=1 NETTUNE_REQUIRE_ANSIBLE=1 $(GO) test $$($(GO) list ./... | grep -v -e /test/e2e -e /test/faults -e /test/node -e /test/hub) -count=1 -timeout 30m
 	cd hack/bench && $(GO) test ./... -count=1
 	$(MAKE) --no-print-directory test-kernels
 	$(MAKE) --no-print-directory test-node
 	$(MAKE) --no-print-directory test-faults
 	$(MAKE) --no-print-directory test-e2e
+	$(MAKE) --no-print-directory test-hub
 
 .PHONY: test-faults
 test-faults: build ## The fault matrix alone (root): one test per fault on 3 vehicles x 3 hosts with real agents; FAULTS_REPORT=file writes its table (docs/reliability.md).
@@ -69,6 +70,10 @@ test-node: ## The chart on a real node alone (root): kubelet, containerd, runc a
 .PHONY: node
 node: deps tools ## A real node for a human (root): control plane, containerd and a kubelet in a network namespace, the images imported; prints the kubeconfig and how to install the chart, and runs until Ctrl-C.
 	$(GO) run ./hack/node
+
+.PHONY: test-hub
+test-hub: build ## The hub alone (root): an Open Cluster Management hub, three spoke clusters on kine with netns vehicles and real agents, one central Loki; a rollout across the clusters, a silent cluster, a rollback everywhere (docs/hub.md).
+	NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/hub/ -count=1 -v -timeout 30m
 
 .PHONY: test-e2e
 test-e2e: build ## End to end alone (root): control plane, Loki, Prometheus, controller, 4 vehicles x 3 hosts with real agents.
@@ -153,6 +158,10 @@ BENCH_SCALE_ARGS ?= -sizes 1000,5000,30000 -lease-renew 40s,40s,4m -status-max 1
 .PHONY: bench-scale
 bench-scale: tools build ## Fleet scale: the real controller against simulated agents at 1,000, 5,000 and 30,000 nodes, into docs/bench-scale.md.
 	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)
+
+.PHONY: bench-hub
+bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's work-agent status protocol, 100 and 1,000 clusters of 10 vehicles: staged, all at once, rollback, CPU, RSS, writes per cluster moved, into docs/bench-hub.md.
+	cd hack/bench && $(GO) run ./hub $(BENCH_HUB_ARGS)
 
 .PHONY: bench-writes
 bench-writes: tools ## What one write of each object costs kube-apiserver and etcd (Lease, a minimal CR, NodeNetTunings of 1/4/12 routes, what-if CRD variants), into docs/bench-writes.md (about 10 minutes).
