@@ -1,0 +1,122 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nettune/nettune/internal/localcp"
+)
+
+// logWriter writes each progress line into the test's log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// needTools skips the test when bin/ lacks the control plane, the
+// controller or OCM's hub CRDs, unless NETTUNE_REQUIRE_TOOLS is set.
+func needTools(t *testing.T) {
+	t.Helper()
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, b := range []string{"bin/nettune-controller", "bin/kube-apiserver", "bin/etcd", "bin/crds/ocm/hub"} {
+		if _, err := os.Stat(filepath.Join(root, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("NETTUNE_REQUIRE_TOOLS") != "" {
+		t.Fatalf("missing %s (NETTUNE_REQUIRE_TOOLS is set): run 'make tools build'", strings.Join(missing, ", "))
+	}
+	t.Skipf("missing %s: run 'make tools build' (NETTUNE_REQUIRE_TOOLS=1 makes this a failure)", strings.Join(missing, ", "))
+}
+
+// TestTinyHub runs the simulator end to end at 5 clusters of 3 vehicles
+// against the real hub controller: the first profile, then a staged
+// rollout, and checks that it completed and that the writes counted by
+// each side agree.
+func TestTinyHub(t *testing.T) {
+	needTools(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench-hub.md")
+	c, err := parseFlags([]string{"-sizes", "5", "-vehicles", "3", "-canary", "2", "-scenarios", "first,staged",
+		"-apply-delay", "100ms", "-settle", "1s", "-max-wait", "40s", "-workers", "4", "-out", out, "-state-dir", filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	results, err := run(ctx, c, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || len(results[0].scenarios) != 2 {
+		t.Fatalf("results %+v", results)
+	}
+	r := results[0]
+	for _, s := range r.scenarios {
+		if !s.done {
+			t.Fatalf("%s did not complete: %s", s.name, s.note)
+		}
+		ph := s.phase
+		if ph.requests == nil || ph.workWrites == nil {
+			t.Fatalf("%s: metrics unreadable: %s %s", s.name, ph.reqErr, ph.cmErr)
+		}
+		works, status := ph.nettuneWrites()
+		apiWorks := ph.requests.writes("manifestworks") - ph.requests.countVerb("DELETE", "manifestworks")
+		if works != apiWorks {
+			t.Errorf("%s: the controller counted %.0f work writes, the API server %.0f", s.name, works, apiWorks)
+		}
+		if got := ph.requests.writes("manifestworks/status"); got != float64(ph.simWrites) {
+			t.Errorf("%s: the agent wrote %d statuses, the API server counted %.0f", s.name, ph.simWrites, got)
+		}
+		// Every cluster moves (its vehicles get the new revision); each
+		// move is one new work generation, so one write of each side.
+		if ph.moves < int64(r.clusters) || works < float64(ph.moves) || ph.simWrites < ph.moves || status < 1 {
+			t.Errorf("%s: %d clusters moved (%d vehicles), %.0f work writes, %.0f status patches, %d agent writes",
+				s.name, ph.moves, ph.vehiclesMoved, works, status, ph.simWrites)
+		}
+		if ph.vehiclesMoved != int64(r.vehicles) {
+			t.Errorf("%s: %d vehicles moved, want every one of %d", s.name, ph.vehiclesMoved, r.vehicles)
+		}
+	}
+	if s := r.scenarios[1]; s.first <= 0 || s.first > s.all {
+		t.Errorf("staged: canary verified after %s, every vehicle after %s", s.first, s.all)
+	}
+	report, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## 5 clusters (15 vehicles)", "| staged |", "## Against the goals"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bench-hub measures a nettune hub (bin/nettune-controller --hub)
+// against a real kube-apiserver and etcd holding nettune's and Open Cluster
+// Management's CRDs, with simulated managed clusters: for each size, N
+// ManagedClusters (Available) of -vehicles vehicles each, and one simulated
+// OCM work agent for all of them in this process. The agent answers every
+// new generation of a cluster's ManifestWork, after -apply-delay, with the
+// status OCM's work agent writes once the cluster's own controller and
+// agents verified the share (work conditions Applied and Available, one
+// resourceStatus entry per manifest, the profile's vehicleReport as status
+// feedback): every vehicle on the revision spec.hubAssignment gives it,
+// verified.
+//
+// Per size it times a first profile to the whole fleet, a staged rollout
+// (canary, 10 %, 50 %, 100 %), an edit to every vehicle at once, and an
+// abort at a paused canary back to the stable revision, then an idle
+// stretch; for each the hub controller's CPU and peak RSS (/proc), its
+// reconciles, and the hub API server's writes split by writer: nettune's
+// (its ManifestWork writes and the profile's status patches) and OCM's (the
+// simulated work agent's status writes), per cluster moved.
+//
+// It writes docs/bench-hub.md after every size. Run it with
+// `cd hack/bench && go run ./hub`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// scenarioNames are the scenarios in the order they run.
+var scenarioNames = []string{"first", "staged", "all-at-once", "rollback", "idle"}
+
+// config is the benchmark's flags.
+type config struct {
+	sizes      []int // clusters
+	vehicles   int   // per cluster
+	canary     int32
+	applyDelay time.Duration
+	workers    int
+	idle       time.Duration
+	maxWait    time.Duration
+	settle     time.Duration
+	progress   time.Duration
+	scenarios  []string
+	stateDir   string
+	out        string
+	controller string
+	command    string
+	quiet      bool
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-hub:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-hub:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line into a config and checks it.
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench-hub", flag.ContinueOnError)
+	sizes := fs.String("sizes", "100,1000", "fleet sizes in managed clusters, comma-separated")
+	fs.IntVar(&c.vehicles, "vehicles", 10, "vehicles per cluster (a cluster's report carries at most ten: OCM's feedback value limit)")
+	canary := fs.Int("canary", 10, "canary vehicles of the staged and rollback scenarios (spec.rollout.canary.count)")
+	fs.DurationVar(&c.applyDelay, "apply-delay", time.Second, "how long a simulated cluster takes from a new ManifestWork generation to its status with every vehicle verified")
+	fs.IntVar(&c.workers, "workers", 16, "simulated work agents' worker pool (and parallel creates)")
+	fs.DurationVar(&c.idle, "idle", 2*time.Minute, "length of the idle measurement")
+	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Minute, "longest a scenario waits for its end state")
+	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait after a scenario's end state before its closing reading (the writes that follow it count to it)")
+	fs.DurationVar(&c.progress, "progress", 5*time.Second, "period of the progress lines")
+	scen := fs.String("scenarios", strings.Join(scenarioNames, ","), "scenarios to run, in their fixed order: "+strings.Join(scenarioNames, ", ")+" (first always runs: the others start from its fleet)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
+	fs.StringVar(&c.out, "out", "docs/bench-hub.md", "report, relative to the repository root (\"none\" = none)")
+	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.out == "none" {
+		c.out = ""
+	}
+	var err error
+	if c.sizes, err = parseSizes(*sizes); err != nil {
+		return c, err
+	}
+	want := map[string]bool{"first": true}
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(scenarioNames, s) {
+			return c, fmt.Errorf("-scenarios: unknown scenario %q (%s)", s, strings.Join(scenarioNames, ", "))
+		}
+		want[s] = true
+	}
+	for _, s := range scenarioNames {
+		if want[s] {
+			c.scenarios = append(c.scenarios, s)
+		}
+	}
+	if *canary < 1 {
+		return c, errors.New("-canary must be at least 1")
+	}
+	c.canary = int32(*canary)
+	if c.vehicles < 1 || c.vehicles > 10 {
+		return c, fmt.Errorf("-vehicles %d: 1 to 10 (a cluster's report is one status feedback value)", c.vehicles)
+	}
+	for _, n := range c.sizes {
+		if n*c.vehicles <= int(c.canary) {
+			return c, fmt.Errorf("-sizes %d: %d vehicles, not more than the canary's %d", n, n*c.vehicles, c.canary)
+		}
+	}
+	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 || c.applyDelay < 0 || c.settle < 0 {
+		return c, errors.New("-workers, -idle, -max-wait and -progress must be positive, -apply-delay and -settle not negative")
+	}
+	c.command = strings.TrimSpace("cd hack/bench && go run ./hub " + shellJoin(args))
+	return c, nil
+}
+
+func (c config) runs(scenario string) bool { return slices.Contains(c.scenarios, scenario) }
+
+// shellJoin writes args as a shell would need them typed.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// parseSizes reads a comma-separated list of positive cluster counts.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || n > 9999 {
+			return nil, fmt.Errorf("-sizes: %q is not a cluster count from 1 to 9999", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

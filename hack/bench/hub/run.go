@@ -1,0 +1,373 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/scheme"
+)
+
+// result is what one size measured.
+type result struct {
+	clusters, vehicles int
+	began              time.Time
+	took               time.Duration
+	created            time.Duration // creating the ManagedClusters
+	setup              phase         // controller start until its workers run
+	scenarios          []*scenario   // in the order they ran
+	idle               *phase
+	simWrites          int64
+	simConflicts       int64
+	simFailures        int64
+	simLastErr         string
+	logPath            string
+	logErrors          map[string]int
+	err                string
+	controller         string
+	// loadStart and loadEnd are the load averages when the size started
+	// and ended; busyStart the busiest processes then.
+	loadStart, loadEnd, busyStart string
+}
+
+// environment is what every size shares.
+type environment struct {
+	root, controller, stateDir, ocmCRDs string
+}
+
+// run measures every size, rewriting the report after each.
+func run(ctx context.Context, c config, w io.Writer) ([]*result, error) {
+	env, err := prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	ctrllog.SetLogger(logr.Discard())
+	began := time.Now()
+	fmt.Fprintf(w, "bench-hub: sizes %v clusters of %d vehicles; state and controller logs in %s\n", c.sizes, c.vehicles, env.stateDir)
+	var results []*result
+	for _, n := range c.sizes {
+		r := runSize(ctx, c, env, n, w)
+		results = append(results, r)
+		if c.out != "" {
+			if err := os.WriteFile(reportPath(c, env), []byte(markdown(c, results, began)), 0o644); err != nil {
+				return results, fmt.Errorf("writing report: %w", err)
+			}
+		}
+		if r.err != "" {
+			return results, errors.New(r.err)
+		}
+		printSummary(w, r)
+	}
+	if c.out != "" {
+		fmt.Fprintf(w, "bench-hub: report written to %s (%s)\n", reportPath(c, env), time.Since(began).Round(time.Second))
+	}
+	return results, nil
+}
+
+// reportPath is where the report goes.
+func reportPath(c config, env environment) string {
+	if filepath.IsAbs(c.out) {
+		return c.out
+	}
+	return filepath.Join(env.root, c.out)
+}
+
+// prepare finds the repository, checks the binaries and the CRDs and makes
+// the state directory.
+func prepare(c config) (environment, error) {
+	var env environment
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return env, err
+	}
+	env.root = root
+	env.controller = repoPath(root, "bin", "nettune-controller")
+	if c.controller != "" {
+		if env.controller, err = filepath.Abs(c.controller); err != nil {
+			return env, err
+		}
+	}
+	env.ocmCRDs = repoPath(root, "bin", "crds", "ocm", "hub")
+	for _, p := range []string{env.controller, repoPath(root, "bin", "kube-apiserver"), repoPath(root, "bin", "etcd"), env.ocmCRDs} {
+		if _, err := os.Stat(p); err != nil {
+			return env, fmt.Errorf("%s: run 'make tools build' first: %w", p, err)
+		}
+	}
+	env.stateDir = c.stateDir
+	if env.stateDir == "" {
+		if env.stateDir, err = os.MkdirTemp("", "nettune-bench-hub-"); err != nil {
+			return env, err
+		}
+	}
+	return env, os.MkdirAll(env.stateDir, 0o755)
+}
+
+// runSize measures one size on a fresh hub; the result holds whatever was
+// measured, also when it failed (err).
+func runSize(ctx context.Context, c config, env environment, clusters int, w io.Writer) *result {
+	r := &result{clusters: clusters, vehicles: clusters * c.vehicles, began: time.Now(), controller: env.controller,
+		loadStart: loadavg(), busyStart: busiest(6)}
+	if err := measure(ctx, c, env, r, w); err != nil {
+		r.err = err.Error()
+	}
+	r.took, r.loadEnd = time.Since(r.began), loadavg()
+	if r.logPath != "" {
+		r.logErrors = logErrors(r.logPath)
+	}
+	return r
+}
+
+// measure starts the hub, the clusters, the work agent and the controller,
+// then runs the scenarios into r.
+func measure(ctx context.Context, c config, env environment, r *result, w io.Writer) error {
+	label := fmt.Sprintf("%d clusters", r.clusters)
+	say := func(format string, args ...any) {
+		if !c.quiet {
+			fmt.Fprintf(w, "[%5s] %s: %s\n", time.Since(r.began).Round(time.Second), label, fmt.Sprintf(format, args...))
+		}
+	}
+	dir := filepath.Join(env.stateDir, fmt.Sprintf("%d-clusters", r.clusters))
+	say("starting kube-apiserver and etcd")
+	cp, err := localcp.Start(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(w, "bench-hub:", err)
+		}
+	}()
+	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{env.ocmCRDs}, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing OCM's hub CRDs: %w", err)
+	}
+	sch, err := scheme.NewHub()
+	if err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	cl, err := client.New(cfg, client.Options{Scheme: sch})
+	if err != nil {
+		return err
+	}
+	if err := createNamespace(ctx, cl, namespace); err != nil {
+		return err
+	}
+	say("creating %d ManagedClusters (Available) and their namespaces, %d vehicles each", r.clusters, c.vehicles)
+	t := time.Now()
+	if err := createClusters(ctx, cl, r.clusters, c.workers); err != nil {
+		return err
+	}
+	r.created = time.Since(t)
+
+	informers, err := cache.New(cfg, cache.Options{Scheme: sch})
+	if err != nil {
+		return err
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	agent := newWorkAgent(cl, informers, c.applyDelay, c.workers, r.clusters, c.vehicles)
+	tr := &tracker{}
+	profiles, err := informers.GetInformer(agentCtx, &v1alpha1.NetTuningProfile{})
+	if err != nil {
+		return err
+	}
+	if _, err := profiles.AddEventHandler(tr.handler()); err != nil {
+		return err
+	}
+	if err := agent.start(agentCtx); err != nil {
+		return err
+	}
+	defer agent.wait()
+	defer stopAgent()
+	go func() { _ = informers.Start(agentCtx) }()
+	if !informers.WaitForCacheSync(agentCtx) {
+		return errors.New("the informers did not sync")
+	}
+	defer func() {
+		r.simWrites, r.simConflicts, r.simFailures, r.simLastErr = agent.writes.Load(), agent.conflicts.Load(), agent.failures.Load(), agent.lastError()
+	}()
+
+	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"))
+	if err != nil {
+		return err
+	}
+	r.logPath = ctrl.logPath
+	defer ctrl.stop()
+	api, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return err
+	}
+	m := &meter{ctrl: ctrl, api: api, host: cp.Config.Host, agent: agent,
+		cpPIDs: append(findProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), findProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
+	start := m.read(ctx)
+	say("hub controller started (pid %d, log %s)", ctrl.pid, ctrl.logPath)
+	if err := ctrl.waitStarted(ctx, c.maxWait); err != nil {
+		return err
+	}
+	r.setup = m.phase("setup", start, m.read(ctx))
+	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, agent: agent, m: m, vehicles: r.vehicles, say: say}
+	return b.scenarios(ctx, r)
+}
+
+// meter takes the readings phases are computed from.
+type meter struct {
+	ctrl   *controllerProc
+	cpPIDs []int
+	api    *http.Client
+	host   string
+	agent  *workAgent
+}
+
+// reading is the state at one moment.
+type reading struct {
+	at       time.Time
+	proc     procUsage
+	cpTicks  int64
+	requests requestCounts
+	reqErr   error
+	cm       ctrlMetrics
+	cmErr    error
+	writes   int64
+	confl    int64
+	moves    int64
+	vehMoved int64
+	still    [3]int64 // the agent's stillContent, stillShare, stillOther
+}
+
+func (m *meter) read(ctx context.Context) reading {
+	r := reading{at: time.Now()}
+	r.proc, _ = readProc(m.ctrl.pid)
+	r.cpTicks = ticksOf(m.cpPIDs)
+	r.requests, r.reqErr = apiserverRequests(ctx, m.api, m.host)
+	r.cm, r.cmErr = controllerMetrics(ctx, m.ctrl.metricsURL)
+	r.writes, r.confl = m.agent.writes.Load(), m.agent.conflicts.Load()
+	r.moves, r.vehMoved = m.agent.moves.Load(), m.agent.vehiclesMoved.Load()
+	r.still = [3]int64{m.agent.stillContent.Load(), m.agent.stillShare.Load(), m.agent.stillOther.Load()}
+	return r
+}
+
+// phase is what happened between two readings.
+type phase struct {
+	name     string
+	took     time.Duration
+	cpu      time.Duration // the hub controller's (user + system)
+	hwm, rss int64         // its peak RSS so far and RSS at the end
+	cpCPU    time.Duration // kube-apiserver's and etcd's
+	requests requestCounts // nil when unreadable (reqErr)
+	reqErr   string
+	// workWrites is the controller's nettune_hub_work_writes_total
+	// increase by verb; reconciles, reconcileS and reconcileErrors the hub
+	// reconciler's (nil metrics: cmErr).
+	workWrites      map[string]float64
+	reconciles      float64
+	reconcileS      float64
+	reconcileErrors float64
+	cmErr           string
+	// simWrites and simConflicts: the simulated work agent's status
+	// writes and their 409s; moves the writes that moved a cluster's
+	// vehicles, vehiclesMoved those vehicles.
+	simWrites, simConflicts, moves, vehiclesMoved int64
+	// still are the agent's writes that moved no vehicle: a new profile
+	// content only, a share changed in form only, the rest.
+	still   [3]int64
+	loadEnd string
+}
+
+func (m *meter) phase(name string, a, b reading) phase {
+	p := phase{name: name, took: b.at.Sub(a.at), cpu: ticksDuration(b.proc.ticks - a.proc.ticks), hwm: b.proc.hwm, rss: b.proc.rss,
+		cpCPU: ticksDuration(b.cpTicks - a.cpTicks), simWrites: b.writes - a.writes, simConflicts: b.confl - a.confl,
+		moves: b.moves - a.moves, vehiclesMoved: b.vehMoved - a.vehMoved, loadEnd: loadavg()}
+	for i := range p.still {
+		p.still[i] = b.still[i] - a.still[i]
+	}
+	switch {
+	case a.reqErr != nil:
+		p.reqErr = a.reqErr.Error()
+	case b.reqErr != nil:
+		p.reqErr = b.reqErr.Error()
+	default:
+		p.requests = b.requests.minus(a.requests)
+	}
+	switch {
+	case a.cmErr != nil:
+		p.cmErr = a.cmErr.Error()
+	case b.cmErr != nil:
+		p.cmErr = b.cmErr.Error()
+	default:
+		p.workWrites = map[string]float64{}
+		for k, v := range b.cm.workWrites {
+			p.workWrites[k] = v - a.cm.workWrites[k]
+		}
+		p.reconciles, p.reconcileS, p.reconcileErrors = b.cm.reconciles-a.cm.reconciles, b.cm.reconcileS-a.cm.reconcileS, b.cm.errors-a.cm.errors
+	}
+	return p
+}
+
+// nettuneWrites are the hub controller's writes that move clusters: its
+// ManifestWork creates and updates (its own counter) and the profile's
+// status patches (the API server's count; nothing else writes it).
+func (p phase) nettuneWrites() (works, status float64) {
+	for _, v := range p.workWrites {
+		works += v
+	}
+	return works, p.requests.writes("nettuningprofiles/status")
+}
+
+// printSummary prints one size's outcome.
+func printSummary(w io.Writer, r *result) {
+	for _, s := range r.scenarios {
+		works, status := s.phase.nettuneWrites()
+		fmt.Fprintf(w, "bench-hub: %d clusters %s: %s; first %s, all %s; controller CPU %.1fs, peak RSS %d MiB; nettune %0.f work + %0.f status writes, OCM %d, clusters moved %d\n",
+			r.clusters, s.name, s.outcome(), round(s.first), round(s.all), s.phase.cpu.Seconds(), s.phase.hwm>>20, works, status, s.phase.simWrites, s.phase.moves)
+	}
+	if r.idle != nil {
+		fmt.Fprintf(w, "bench-hub: %d clusters idle: %.2f %% of a core over %s\n", r.clusters, pct(r.idle.cpu, r.idle.took), round(r.idle.took))
+	}
+}
+
+// round rounds a duration for display.
+func round(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// pct is cpu as a percentage of one core over took.
+func pct(cpu, took time.Duration) float64 {
+	if took <= 0 {
+		return 0
+	}
+	return 100 * cpu.Seconds() / took.Seconds()
+}
