@@ -126,10 +126,26 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 			UpdateStrategy:     &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeCreateOnly},
 		})
 	}
+	// The copy carries the content its vehicles move to (the newest
+	// revision the share names), else its stable revision's: an edit does
+	// not touch the work of a cluster none of whose vehicles moves yet (one
+	// write per cluster when its first vehicle moves, not one per cluster
+	// per edit).
+	content := revision.Content(p)
+	if base := CopyRevision(share, revision.Name(p)); base != revision.Name(p) {
+		c, err := contents(base)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, fmt.Errorf("revision %s: no content at the hub (pruned?)", base)
+		}
+		content = c.DeepCopy()
+	}
 	cp := &v1alpha1.NetTuningProfile{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NetTuningProfile"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: map[string]string{ManagedByLabel: ManagedBy}},
-		Spec:       *revision.Content(p),
+		Spec:       *content,
 	}
 	share = share.DeepCopy()
 	if r := p.Spec.Rollout; r != nil && r.UnreachableAfter != nil {
@@ -153,6 +169,25 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 			ManifestConfigs: configs,
 		},
 	}, nil
+}
+
+// CopyRevision is the revision whose content a cluster's copy carries:
+// current when the share names it (a vehicle of the cluster moves to it),
+// else the share's other revision named last, else its stable revision,
+// else (nothing placed yet) current.
+func CopyRevision(share *v1alpha1.HubAssignment, current string) string {
+	for _, a := range share.Assignments {
+		if a.Revision == current {
+			return current
+		}
+	}
+	if n := len(share.Assignments); n > 0 {
+		return share.Assignments[n-1].Revision
+	}
+	if share.Stable != "" {
+		return share.Stable
+	}
+	return current
 }
 
 func manifest(o runtime.Object) (workv1.Manifest, error) {

@@ -141,6 +141,24 @@ func TestWork(t *testing.T) {
 	if SameSpec(w, w2) {
 		t.Errorf("a vehicle moved and the works compare the same")
 	}
+	// A cluster none of whose vehicles moves keeps the stable content: an
+	// edit does not rewrite its work.
+	still, err := Work(p, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-stable"}, contents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &v1alpha1.NetTuningProfile{}
+	if err := json.Unmarshal(still.Spec.Workload.Manifests[len(still.Spec.Workload.Manifests)-1].Raw, held); err != nil {
+		t.Fatal(err)
+	}
+	if *held.Spec.Defaults.Ssthresh != 10 || len(still.Spec.Workload.Manifests) != 2 {
+		t.Errorf("a cluster on stable only: copy ssthresh %d with %d manifests, want the stable content (10) and its revision", *held.Spec.Defaults.Ssthresh, len(still.Spec.Workload.Manifests))
+	}
+	edited := p.DeepCopy()
+	edited.Spec.Defaults.Ssthresh = ptr(int32(30))
+	if again, _ := Work(edited, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-stable"}, contents); !SameSpec(still, again) {
+		t.Errorf("an edit rewrote the work of a cluster whose vehicles all stay on stable")
+	}
 	if _, err := Work(p, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-gone"}, contents); err == nil || !strings.Contains(err.Error(), "lan-gone") {
 		t.Errorf("a revision without content: %v", err)
 	}

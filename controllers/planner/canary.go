@@ -25,7 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// order puts the canaries first, then the other vehicles in a stable order.
+// order puts the canaries first, then the other vehicles in a stable order
+// (at a hub, cluster by cluster).
 func (p *plan) order() {
 	canary := map[string]int{}
 	for i, c := range p.st().CanaryVehicles {
@@ -46,6 +47,12 @@ func (p *plan) order() {
 		}
 		if ca {
 			return ia < ib
+		}
+		if a.Group != b.Group {
+			// At a hub, whole clusters move together, in a stable
+			// pseudo-random order of the clusters: a step touches each
+			// cluster's work once, not once per vehicle.
+			return p.before(a.Group, b.Group)
 		}
 		return p.before(a.Name, b.Name)
 	})

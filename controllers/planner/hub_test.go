@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/planner"
 )
@@ -126,3 +128,54 @@ func TestCanarySpreadsAcrossClusters(t *testing.T) {
 		t.Errorf("canaries %v: want 2 in 2 clusters", out.Status.CanaryVehicles)
 	}
 }
+
+// TestStepsMoveWholeClusters: at a hub, after the canaries, the vehicles
+// move cluster by cluster, so that a step touches a cluster's work once.
+func TestStepsMoveWholeClusters(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	var vs []planner.Vehicle
+	for c := 0; c < 4; c++ {
+		for i := 0; i < 5; i++ {
+			// Vehicle names say nothing of their cluster (a cluster's
+			// vehicles are not neighbours in the name order).
+			vs = append(vs, planner.Vehicle{Name: fmt.Sprintf("av-%02d", i*4+c), Group: fmt.Sprintf("c%d", c), Hardware: []string{"xavier"},
+				Assigned: "p-r1", Verified: true, LastSeen: now})
+		}
+	}
+	group := map[string]string{}
+	for _, v := range vs {
+		group[v.Name] = v.Group
+	}
+	half, all := int32(50), intstrPercent(100)
+	in := planner.Input{Now: now, Profile: "p", Revision: "p-r2", Vehicles: vs,
+		Rollout: &v1alpha1.RolloutSpec{Canary: v1alpha1.CanarySpec{Vehicles: []string{"av-00"}}, MaxUnavailable: &all,
+			Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: &half}}, {Pause: &v1alpha1.PauseStep{}}}},
+		Status: v1alpha1.NetTuningProfileStatus{CurrentRevision: "p-r1", StableRevision: "p-r1"}}
+	out := planner.Plan(in)
+	// The canary verifies; the step moves half the fleet.
+	for i := range in.Vehicles {
+		if out.Assign[in.Vehicles[i].Name] == "p-r2" {
+			in.Vehicles[i].Assigned = "p-r2"
+		}
+	}
+	in.Status = out.Status
+	out = planner.Plan(in)
+	moved := map[string]int{}
+	for v, rev := range out.Assign {
+		if rev == "p-r2" && v != "av-00" {
+			moved[group[v]]++
+		}
+	}
+	partial := 0
+	for _, n := range moved {
+		if n != 5 && n != 4 {
+			partial++
+		}
+	}
+	t.Logf("moved by cluster: %v", moved)
+	if len(moved) == 0 || partial > 1 {
+		t.Errorf("moved by cluster %v: want whole clusters, at most one split", moved)
+	}
+}
+
+func intstrPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }

@@ -23,8 +23,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -253,6 +255,11 @@ func (s *Spoke) StopAPIServer() error {
 		return nil
 	}
 	s.apiUp = false
+	// Down at once, as a crashed or powered-off server is: SIGKILL. A
+	// SIGTERM lets kube-apiserver drain for longer than the 30 s envtest
+	// waits when a controller and agents hold watches on it (seen in
+	// test/hub); envtest then finds the process gone.
+	killAPIServer(s.path("apiserver"))
 	err := s.apiServer.Stop()
 	if s.apiLog != nil {
 		_ = s.apiLog.Close()
@@ -350,4 +357,29 @@ func (h *Hub) LeaseRenewTime(ctx context.Context, name string) (time.Time, error
 		return time.Time{}, nil
 	}
 	return l.Spec.RenewTime.Time, nil
+}
+
+// killAPIServer sends SIGKILL to the kube-apiserver whose --cert-dir is
+// certDir (the spoke's own).
+func killAPIServer(certDir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(raw), "\x00")
+		if !strings.HasSuffix(args[0], "kube-apiserver") {
+			continue
+		}
+		for _, a := range args {
+			if a == "--cert-dir="+certDir {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 }
