@@ -137,7 +137,7 @@ func TestStepsMoveWholeClusters(t *testing.T) {
 	for c := 0; c < 4; c++ {
 		for i := 0; i < 5; i++ {
 			// Vehicle names say nothing of their cluster (a cluster's
-			// vehicles are not neighbours in the name order).
+			// vehicles are not next to each other in the name order).
 			vs = append(vs, planner.Vehicle{Name: fmt.Sprintf("av-%02d", i*4+c), Group: fmt.Sprintf("c%d", c), Hardware: []string{"xavier"},
 				Assigned: "p-r1", Verified: true, LastSeen: now})
 		}

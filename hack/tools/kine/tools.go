@@ -16,7 +16,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package tools pins kine for `make tools`.
 package tools
 
