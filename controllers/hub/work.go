@@ -147,12 +147,12 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: map[string]string{ManagedByLabel: ManagedBy}},
 		Spec:       *content,
 	}
+	// The cluster reports a vehicle Unreachable by the profile's own
+	// measure (its default too: a rollout added or removed by an edit does
+	// not rewrite every cluster's work); nothing else of the rollout
+	// applies there.
 	share = share.DeepCopy()
-	if r := p.Spec.Rollout; r != nil && r.UnreachableAfter != nil {
-		// The cluster reports a vehicle Unreachable by the profile's own
-		// measure; nothing else of the rollout applies there.
-		share.UnreachableAfter = r.UnreachableAfter
-	}
+	share.UnreachableAfter = &metav1.Duration{Duration: p.Spec.Rollout.GetUnreachableAfter()}
 	cp.Spec.HubAssignment = share
 	m, err := manifest(cp)
 	if err != nil {

@@ -156,6 +156,11 @@ func TestWork(t *testing.T) {
 	}
 	edited := p.DeepCopy()
 	edited.Spec.Defaults.Ssthresh = ptr(int32(30))
+	// An edit that adds the rollout's default unreachableAfter (the API
+	// server defaults it when a rollout is added) changes nothing here.
+	edited.Spec.Rollout.UnreachableAfter = &metav1.Duration{Duration: v1alpha1.DefaultUnreachableAfter}
+	p.Spec.Rollout = nil
+	still, _ = Work(p, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-stable"}, contents)
 	if again, _ := Work(edited, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-stable"}, contents); !SameSpec(still, again) {
 		t.Errorf("an edit rewrote the work of a cluster whose vehicles all stay on stable")
 	}
