@@ -446,6 +446,7 @@ type AnalysisSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="address must be an http or https URL"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="address must name a host, e.g. http://loki.monitoring:3100"
 	Address *string `json:"address,omitempty"`
 
 	// query is a Go template of a LogQL or PromQL instant query returning one

@@ -114,6 +114,7 @@ type Sysctl struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self != 'net.core.default_qdisc'",message="net.core.default_qdisc is not set by nettune: it is global to the host (not per network namespace) and changes only interfaces created after it; for fq pacing beside a cwnd clamp set the interface's root qdisc at boot (tc qdisc replace dev <if> root fq, or the distribution's network configuration) and keep tcp_congestion_control/cwnd in the profile"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^net[.]ipv4[.]tcp_[a-z0-9_]+$') || self in ['net.ipv4.udp_rmem_min', 'net.ipv4.udp_wmem_min', 'net.ipv4.udp_mem', 'net.core.rmem_max', 'net.core.wmem_max', 'net.core.rmem_default', 'net.core.wmem_default', 'net.core.optmem_max', 'net.core.netdev_max_backlog', 'net.core.netdev_budget', 'net.core.netdev_budget_usecs', 'net.core.somaxconn', 'net.core.busy_poll', 'net.core.busy_read']",message="sysctl is not on the allow-list (net.ipv4.tcp_*, net.ipv4.udp_rmem_min/udp_wmem_min/udp_mem, net.core socket buffer and backlog limits)"
 	Name string `json:"name"`
 

@@ -201,6 +201,12 @@ hostPairs: [{from: xavier-a, to: xavier-b, parameters: {initcwnd: 40}}]`, "spec.
 	{"sysctl ip_forward refused", `sysctls: [{name: net.ipv4.ip_forward, value: "1"}]`, "spec.sysctls[0].name", "not on the allow-list"},
 	{"sysctl value with shell characters", `sysctls: [{name: net.ipv4.tcp_rmem, value: "4096; reboot"}]`, "spec.sysctls[0].value", "should match"},
 	{"duplicate sysctl", `sysctls: [{name: net.core.rmem_max, value: "1"}, {name: net.core.rmem_max, value: "2"}]`, "spec.sysctls[1]", "Duplicate value"},
+	{"default_qdisc refused with what to do", `sysctls: [{name: net.core.default_qdisc, value: fq}]`, "spec.sysctls[0].name", "root qdisc at boot"},
+	{"analysis address without a host", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses:
+  - {name: lat, provider: Loki, address: "http://", query: q, maxValue: "20"}`, "spec.rollout.analyses[0].address", "must name a host"},
 	{"empty spec", `priority: 1`, "spec", "must set at least one of"},
 	{"priority above 1000", `priority: 5000
 defaults: {initcwnd: 10}`, "spec.priority", "less than or equal to 1000"},
