@@ -227,8 +227,8 @@ func TestHubRegisterPlay(t *testing.T) {
 			}
 		}
 		t.Logf("ExecStart of %s: %s", filepath.Base(unit), strings.Join(argv, " "))
-		restartSec := unitDuration(t, unit, "RestartSec")
-		agent = startUnitProcess(t, argv, agentLog, restartSec)
+		restartDelay := unitDuration(t, unit, "RestartSec")
+		agent = startUnitProcess(t, argv, agentLog, restartDelay)
 		start := time.Now()
 		if err := waitManagedClusterJoined(ctx, hub, hubCluster); err != nil {
 			t.Fatalf("%v (agent: %q)\nlast lines of %s:\n%s", err, agent.Exits(), agentLog, tailLines(agentLog, 30))
@@ -464,9 +464,9 @@ type unitProcess struct {
 }
 
 // startUnitProcess starts argv as the unit's service would run it, logging
-// to logPath, restarts it restartSec after it exits (Restart=always), and
+// to logPath, restarts it restartDelay after it exits (Restart=always), and
 // stops it (SIGTERM, then SIGKILL) when the test ends.
-func startUnitProcess(t *testing.T, argv []string, logPath string, restartSec time.Duration) *unitProcess {
+func startUnitProcess(t *testing.T, argv []string, logPath string, restartDelay time.Duration) *unitProcess {
 	t.Helper()
 	u := &unitProcess{}
 	var start func() error
@@ -495,7 +495,7 @@ func startUnitProcess(t *testing.T, argv []string, logPath string, restartSec ti
 				return
 			}
 			u.exits = append(u.exits, fmt.Sprintf("exited after %s: %v", time.Since(began).Round(time.Millisecond), err))
-			time.AfterFunc(restartSec, func() {
+			time.AfterFunc(restartDelay, func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
 				if !u.stopped {
