@@ -40,8 +40,22 @@ help: ## Show the targets.
 
 ##@ Quick start
 
+# What the demo runs, and nothing else: built in parallel (TOOLS_JOBS at
+# once), one progress line per tool.
+DEMO_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI) $(HELM)
+TOOLS_JOBS ?= 4
+# A cold make demo's tool builds, as measured (README, "Quick start").
+DEMO_COLD ?= (not measured yet)
+
 .PHONY: demo
-demo: deps tools build ## The embedded default (root): control plane, Loki, Prometheus, controller, simulated vehicles with real agents, and a canary rollout.
+demo: ## The embedded default (root): control plane, Loki, Prometheus, controller, simulated vehicles with real agents, and a canary rollout.
+	@hack/deps.sh demo
+	@missing=$$(for t in $(DEMO_TOOLS); do [ -x $$t ] || printf ' %s' $${t##*/}; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "demo: building what it runs and bin/ lacks ($${missing# }) and nettune's binaries, $(TOOLS_JOBS) at once;"; \
+	  echo "demo: from empty Go caches this took $(DEMO_COLD) on 2 cores (README); afterwards they are reused"; \
+	fi
+	@$(MAKE) --no-print-directory -s -j$(TOOLS_JOBS) $(DEMO_TOOLS) build-timed
 	$(BIN)/nettune-demo $(DEMO_ARGS)
 
 .PHONY: test
@@ -102,6 +116,10 @@ dashboards: ## Regenerate the Grafana dashboards (charts/nettune/dashboards) fro
 .PHONY: build
 build: ## Build the binaries into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: build-timed
+build-timed:
+	@$(ROOT)/hack/timed.sh nettune $(GO) build -o $(BIN)/ ./cmd/...
 
 .PHONY: images
 images: ## Multi-arch images without Docker: OCI image indexes (linux/amd64, linux/arm64) of the controller and the agent into bin/images/*.oci.tar; IMAGES_ARGS='-registry R -tag T' (default ghcr.io/nettune and the chart's appVersion). See docs/install-k3s.md.
@@ -182,44 +200,50 @@ fmt: ## gofmt the tree.
 
 ##@ Tools (built from the Go module proxy, pinned in hack/tools/*/go.mod)
 
+# Each tool's build prints a line when it starts and when it ends.
+TIMED = $(ROOT)/hack/timed.sh $(notdir $@)
+
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(LOKI) $(HELM) $(GOLANGCI_LINT) $(SERVICEMONITOR_CRD) $(OCM) $(KINE) $(OCM_CRDS) ## Build controller-gen, kube-apiserver, etcd, kubectl, the node's kubelet, kube-controller-manager and kube-scheduler, loki, helm, golangci-lint, Open Cluster Management (bin/ocm and its CRDs in bin/crds/ocm) and kine into bin/ (reused when present).
+tools: ## Build controller-gen, kube-apiserver, etcd, kubectl, the node's kubelet, kube-controller-manager and kube-scheduler, loki, helm, golangci-lint, Open Cluster Management (bin/ocm and its CRDs in bin/crds/ocm) and kine into bin/, TOOLS_JOBS at once (reused when present).
+	@$(MAKE) --no-print-directory -s -j$(TOOLS_JOBS) tools-each
+
+.PHONY: tools-each
+tools-each: $(CONTROLLER_GEN) $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(LOKI) $(HELM) $(GOLANGCI_LINT) $(SERVICEMONITOR_CRD) $(OCM) $(KINE) $(OCM_CRDS)
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
-	cd hack/tools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	$(TIMED) $(GO) -C hack/tools/controller-gen build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 $(ETCD): hack/tools/etcd/go.mod
-	cd hack/tools/etcd && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+	$(TIMED) $(GO) -C hack/tools/etcd build -o $@ -ldflags "-s -w" go.etcd.io/etcd/server/v3
 
 # The Kubernetes binaries report the pinned version (helm checks the chart's
 # kubeVersion against the API server's; without it they say v0.0.0-master).
 KUBE_VERSION = $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" { print $$3 }' hack/tools/kube-apiserver/go.mod)
 KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=$(word 1,$(subst ., ,$(KUBE_VERSION:v%=%))) -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=%))) -X k8s.io/component-base/version.gitTreeState=clean
 
-$(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
-	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver
-
-$(KUBECTL): hack/tools/kube-apiserver/go.mod
-	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubectl
+# kube-apiserver and kubectl in one go build (one process compiles the
+# packages they share, once).
+$(KUBE_APISERVER) $(KUBECTL) &: hack/tools/kube-apiserver/go.mod
+	$(ROOT)/hack/timed.sh "kube-apiserver, kubectl" $(GO) -C hack/tools/kube-apiserver build -o $(BIN)/ -ldflags "-s -w $(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
 
 # The node's kubelet, kube-controller-manager and kube-scheduler (test/node,
-# make node), from the same module as kube-apiserver: they share most of its
-# build cache (about 40 s, 50 s and 5 s after it on 2 cores).
-$(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER): hack/tools/kube-apiserver/go.mod
-	cd hack/tools/kube-apiserver && $(GO) build -o $@ -ldflags "$(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/$(notdir $@)
+# make node), from the same module as kube-apiserver, after it: they share
+# most of its build cache.
+$(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) &: hack/tools/kube-apiserver/go.mod | $(KUBE_APISERVER)
+	$(ROOT)/hack/timed.sh "kubelet, kcm, scheduler" $(GO) -C hack/tools/kube-apiserver build -o $(BIN)/ -ldflags "-s -w $(KUBE_LDFLAGS)" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 
 # Loki single binary (about 3-5 min on 2 cores); the version comes from go.mod.
 LOKI_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/grafana/loki/v3" { print $$3 }' hack/tools/loki/go.mod)
 $(LOKI): hack/tools/loki/go.mod
-	cd hack/tools/loki && $(GO) build -o $@ -ldflags "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=$(LOKI_VERSION)" github.com/grafana/loki/v3/cmd/loki
+	$(TIMED) $(GO) -C hack/tools/loki build -o $@ -ldflags "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=$(LOKI_VERSION)" github.com/grafana/loki/v3/cmd/loki
 
 # helm (about 3-4 min on 2 cores); the version comes from go.mod.
 HELM_VERSION = $(shell awk '$$1 == "require" && $$2 == "helm.sh/helm/v4" { print $$3 }' hack/tools/helm/go.mod)
 $(HELM): hack/tools/helm/go.mod
-	cd hack/tools/helm && $(GO) build -o $@ -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm
+	$(TIMED) $(GO) -C hack/tools/helm build -o $@ -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm
 
 $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
-	cd hack/tools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	$(TIMED) $(GO) -C hack/tools/golangci-lint build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 # Open Cluster Management v1.0.0: the hub's registration, placement and work
 # controllers and the klusterlet agent in one binary (hack/tools/ocm/main.go);
@@ -227,12 +251,12 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
 # The version comes from go.mod.
 OCM_VERSION = $(shell awk '$$1 == "open-cluster-management.io/ocm" { print $$2 }' hack/tools/ocm/go.mod)
 $(OCM): hack/tools/ocm/go.mod hack/tools/ocm/main.go
-	cd hack/tools/ocm && $(GO) build -o $@ -ldflags "-s -w -X open-cluster-management.io/ocm/pkg/version.versionFromGit=$(OCM_VERSION)" .
+	$(TIMED) $(GO) -C hack/tools/ocm build -o $@ -ldflags "-s -w -X open-cluster-management.io/ocm/pkg/version.versionFromGit=$(OCM_VERSION)" .
 
 # kine with cgo (SQLite from mattn/go-sqlite3); about 3.5 min of CPU cold.
 KINE_VERSION = $(shell awk '$$1 == "require" && $$2 == "github.com/k3s-io/kine" { print $$3 }' hack/tools/kine/go.mod)
 $(KINE): hack/tools/kine/go.mod
-	cd hack/tools/kine && CGO_ENABLED=1 $(GO) build -o $@ -ldflags "-s -w -X github.com/k3s-io/kine/pkg/version.Version=$(KINE_VERSION)" github.com/k3s-io/kine
+	CGO_ENABLED=1 $(TIMED) $(GO) -C hack/tools/kine build -o $@ -ldflags "-s -w -X github.com/k3s-io/kine/pkg/version.Version=$(KINE_VERSION)" github.com/k3s-io/kine
 
 # The hub's CRDs (clusters, placements, works, add-ons) and the spoke's (the
 # work agent's AppliedManifestWork, the registration agent's ClusterClaim), as

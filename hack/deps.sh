@@ -4,13 +4,23 @@
 # Prometheus 2.42 for the analysis tests), git and make (the build); the real
 # node of test/node: containerd (with ctr), runc, the CNI plugins (bridge,
 # host-local, portmap, loopback in /usr/lib/cni) and nsenter (util-linux).
+#
+# `hack/deps.sh demo` installs only what `make demo` runs: iproute2,
+# iptables and prometheus.
 set -euo pipefail
-need=()
-for cmd in ip:iproute2 tc:iproute2 iptables:iptables ethtool:ethtool prometheus:prometheus git:git make:make \
-  containerd:containerd ctr:containerd runc:runc nsenter:util-linux; do
+cmds=(ip:iproute2 tc:iproute2 iptables:iptables prometheus:prometheus git:git make:make)
+if [ "${1:-}" != demo ]; then
+  cmds+=(ethtool:ethtool containerd:containerd ctr:containerd runc:runc nsenter:util-linux)
+fi
+# NETTUNE_DEPS_AS_MISSING="pkg ..." takes those packages for missing (test/deps
+# runs the install path with it on a machine that has them).
+need=(${NETTUNE_DEPS_AS_MISSING:-})
+for cmd in "${cmds[@]}"; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
 done
-[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+if [ "${1:-}" != demo ] && [ ! -x /usr/lib/cni/bridge ]; then
+  need+=(containernetworking-plugins)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
