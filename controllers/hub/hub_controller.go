@@ -170,12 +170,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	for _, t := range taken {
-		typ := corev1.EventTypeNormal
-		if t.Measurement.Phase != analysis.PhaseSuccessful {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(t.Measurement.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
-			t.Spec.Name, t.Step, t.Spec.Provider, t.Measurement.Message, t.Result.Phase)
+		typ, reason, msg := t.Event()
+		r.Recorder.Eventf(p, nil, typ, reason, "Analysis", "%s", msg)
 	}
 	for _, e := range out.Events {
 		typ := corev1.EventTypeNormal

@@ -327,12 +327,8 @@ func (r *Reconciler) measureConfig() measure.Config {
 func (r *Reconciler) announce(p *v1alpha1.NetTuningProfile, t measure.Taken) func() {
 	return func() {
 		recordMeasurement(p.Name, t.Spec, t.Measurement)
-		typ := corev1.EventTypeNormal
-		if t.Measurement.Phase != analysis.PhaseSuccessful {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(p, nil, typ, "Analysis"+string(t.Measurement.Phase), "Analysis", "analysis %s step %d (%s): %s [result %s]",
-			t.Spec.Name, t.Step, t.Spec.Provider, t.Measurement.Message, t.Result.Phase)
+		typ, reason, msg := t.Event()
+		r.Recorder.Eventf(p, nil, typ, reason, "Analysis", "%s", msg)
 	}
 }
 

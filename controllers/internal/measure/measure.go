@@ -23,7 +23,10 @@ package measure
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
@@ -48,6 +51,17 @@ type Taken struct {
 	Step        int32
 	Measurement analysis.Measurement
 	Result      v1alpha1.AnalysisResult
+}
+
+// Event is how a measurement taken is announced, at a cluster and at the
+// hub alike: a Normal event when it passed, a Warning otherwise.
+func (t Taken) Event() (eventType, reason, message string) {
+	eventType = corev1.EventTypeNormal
+	if t.Measurement.Phase != analysis.PhaseSuccessful {
+		eventType = corev1.EventTypeWarning
+	}
+	return eventType, "Analysis" + string(t.Measurement.Phase), fmt.Sprintf("analysis %s step %d (%s): %s [result %s]",
+		t.Spec.Name, t.Step, t.Spec.Provider, t.Measurement.Message, t.Result.Phase)
 }
 
 // Due takes every measurement out asks for that is due, all on the status
