@@ -168,7 +168,7 @@ func createLivenessProfile(t *testing.T, e *fleetEnv, after time.Duration) {
 	p := &v1alpha1.NetTuningProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
 		Spec: v1alpha1.NetTuningProfileSpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+			NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
 			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
 				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},

@@ -166,7 +166,7 @@ func (w *renderWorld) fullRender() (map[string]v1alpha1.NodeNetTuningSpec, error
 			}
 			sel := labels.Everything()
 			if p.Spec.NodeSelector != nil {
-				s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+				s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector.AsMetav1())
 				if err != nil {
 					return nil, err
 				}
@@ -260,7 +260,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NetTuningProfileSpec{
 			Priority: prio, Defaults: &v1alpha1.TCPParameters{RTOMin: &metav1.Duration{Duration: 10 * time.Millisecond}}}}
 		if w.rnd.Intn(3) == 0 {
-			p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHostLabel: "xavier-a"}}
+			p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHostLabel: "xavier-a"}}
 		}
 		if err := e.c.Create(ctx, p); err != nil {
 			t.Fatal(err)

@@ -57,6 +57,26 @@ variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "s
 duration: 1h
 maxPercent: 150
 variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.maxPercent", "less than or equal to 100"},
+	{"a selector label value with a space", `profile: p
+duration: 1h
+selector: {matchLabels: {a: "b c"}}
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.selector.matchLabels.a", "should match"},
+	{"a selector label key with a space", `profile: p
+duration: 1h
+selector: {matchLabels: {"a b": c}}
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.selector.matchLabels", `matchLabels key "a b" is not a label key`},
+	{"a selector In without values", `profile: p
+duration: 1h
+selector: {matchExpressions: [{key: nettune.io/hardware, operator: In}]}
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.selector.matchExpressions[0].values", "need at least one value"},
+	{"a selector expression value with a space", `profile: p
+duration: 1h
+selector: {matchExpressions: [{key: nettune.io/vehicle, operator: NotIn, values: ["av 001"]}]}
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.selector.matchExpressions[0].values[0]", "should match"},
+	{"a selector with an unknown operator", `profile: p
+duration: 1h
+selector: {matchExpressions: [{key: nettune.io/hardware, operator: Gt, values: ["1"]}]}
+variants: [{name: a, parameters: {cwnd: {value: 20}}}]` + experimentAnalysis, "spec.selector.matchExpressions[0].operator", "Unsupported value"},
 }
 
 // TestInvalidExperimentsAreRefused: the API server refuses each, naming the

@@ -47,7 +47,7 @@ type NetTuningExperimentSpec struct {
 	// within the base profile's nodeSelector): a vehicle takes part only if
 	// every one of its nodes matches.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 
 	// maxPercent is the most of the base profile's vehicles the experiment
 	// may use, arms and control together.

@@ -40,10 +40,7 @@ type NetTuningProfileSpec struct {
 	// nodeSelector selects the nodes this profile tunes. Empty selects every
 	// node that carries the vehicle label.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with Exists or DoesNotExist take no values"
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 
 	// vehicleLabel is the node label whose value names the node's vehicle.
 	// Every node of a vehicle moves to a new revision together.
@@ -135,9 +132,7 @@ type NetTuningProfileSpec struct {
 	// managed cluster. A cluster's own controller ignores it, and it is not
 	// part of the revision.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterSelector *LabelSelector `json:"clusterSelector,omitempty"`
 
 	// hubAssignment is written by a nettune hub into the copy of a profile
 	// it places in a cluster: the revision of each of the cluster's vehicles,
@@ -314,10 +309,7 @@ type CanarySpec struct {
 	// selector chooses canary vehicles by node labels; a vehicle is a canary
 	// when any of its nodes matches.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="a matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions with In or NotIn need at least one value"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions with Exists or DoesNotExist take no values"
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 
 	// count picks this many vehicles, stratified so that every hardware model
 	// in the selected fleet is represented.

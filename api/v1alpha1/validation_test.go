@@ -300,15 +300,49 @@ rollout: {canary: {count: 1}, revisionHistoryLimit: 500}`, "spec.rollout.revisio
 	{"route source loopback", `routes: [{name: depot, destination: 10.0.0.0/8, source: 127.0.0.1, parameters: {initcwnd: 10}}]`, "spec.routes[0].source", "unicast address"},
 	{"interface named ..", `interfaces: [{name: "..", mtu: 1500}]`, "spec.interfaces[0].name", "refuses the interface names"},
 	{"route device named .", `routes: [{name: depot, destination: 10.0.0.0/8, device: ".", parameters: {initcwnd: 10}}]`, "spec.routes[0].device", "refuses the interface names"},
-	// Label selectors as the controller parses them.
+	// Label selectors as the controller parses them (metav1.LabelSelectorAsSelector).
 	{"node selector with an unknown operator", `defaults: {initcwnd: 10}
-nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Has, values: [orin]}]}`, "spec.nodeSelector", "operator must be In, NotIn, Exists or DoesNotExist"},
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Has, values: [orin]}]}`, "spec.nodeSelector.matchExpressions[0].operator", "Unsupported value"},
 	{"node selector In without values", `defaults: {initcwnd: 10}
-nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: In}]}`, "spec.nodeSelector", "need at least one value"},
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: In}]}`, "spec.nodeSelector.matchExpressions[0].values", "need at least one value"},
 	{"node selector Exists with values", `defaults: {initcwnd: 10}
-nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Exists, values: [orin]}]}`, "spec.nodeSelector", "take no values"},
+nodeSelector: {matchExpressions: [{key: nettune.io/hardware, operator: Exists, values: [orin]}]}`, "spec.nodeSelector.matchExpressions[0].values", "take no values"},
+	{"node selector label value with a space", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {a: "b c"}}`, "spec.nodeSelector.matchLabels.a", "should match"},
+	{"node selector label value of 64 characters", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {a: "` + strings.Repeat("v", 64) + `"}}`, "spec.nodeSelector.matchLabels.a", "may not be more than 63"},
+	{"node selector label key with a space", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {"a b": c}}`, "spec.nodeSelector.matchLabels", `matchLabels key "a b" is not a label key`},
+	{"node selector with a valid and an invalid label key", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {nettune.io/vehicle: av-001, "a b": c}}`, "spec.nodeSelector.matchLabels", `matchLabels key "a b" is not a label key`},
+	{"node selector label key with an upper-case prefix", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {"Nettune.io/vehicle": av-001}}`, "spec.nodeSelector.matchLabels", `matchLabels key "Nettune.io/vehicle" is not a label key`},
+	{"node selector label key with a prefix of 254 characters", `defaults: {initcwnd: 10}
+nodeSelector: {matchLabels: {"` + labelPrefix(254) + `/a": b}}`, "spec.nodeSelector.matchLabels", `matchLabels key "` + labelPrefix(254) + `/a" is not a label key`},
+	{"node selector expression value with a space", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: nettune.io/vehicle, operator: In, values: [av-001, "av 002"]}]}`, "spec.nodeSelector.matchExpressions[0].values[1]", "should match"},
+	{"node selector expression key with a space", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: "a b", operator: Exists}]}`, "spec.nodeSelector.matchExpressions[0].key", "should match"},
+	{"node selector expression key with a prefix of 254 characters", `defaults: {initcwnd: 10}
+nodeSelector: {matchExpressions: [{key: "` + labelPrefix(254) + `/a", operator: Exists}]}`, "spec.nodeSelector.matchExpressions[0].key", "prefix of a label key must be at most 253 characters"},
 	{"canary selector NotIn without values", `defaults: {initcwnd: 10}
-rollout: {canary: {selector: {matchExpressions: [{key: fleet, operator: NotIn, values: []}]}}}`, "spec.rollout.canary.selector", "need at least one value"},
+rollout: {canary: {selector: {matchExpressions: [{key: fleet, operator: NotIn, values: []}]}}}`, "spec.rollout.canary.selector.matchExpressions[0].values", "need at least one value"},
+	{"canary selector label value with a space", `defaults: {initcwnd: 10}
+rollout: {canary: {selector: {matchLabels: {a: "b c"}}}}`, "spec.rollout.canary.selector.matchLabels.a", "should match"},
+	{"canary selector label key with a space", `defaults: {initcwnd: 10}
+rollout: {canary: {selector: {matchLabels: {"a b": c}}}}`, "spec.rollout.canary.selector.matchLabels", `matchLabels key "a b" is not a label key`},
+	{"canary selector expression value with a space", `defaults: {initcwnd: 10}
+rollout: {canary: {selector: {matchExpressions: [{key: fleet, operator: NotIn, values: ["b c"]}]}}}`, "spec.rollout.canary.selector.matchExpressions[0].values[0]", "should match"},
+	{"cluster selector label value with a space", `defaults: {initcwnd: 10}
+clusterSelector: {matchLabels: {region: "eu west"}}`, "spec.clusterSelector.matchLabels.region", "should match"},
+	{"cluster selector label key with a space", `defaults: {initcwnd: 10}
+clusterSelector: {matchLabels: {"a b": c}}`, "spec.clusterSelector.matchLabels", `matchLabels key "a b" is not a label key`},
+	{"cluster selector In without values", `defaults: {initcwnd: 10}
+clusterSelector: {matchExpressions: [{key: region, operator: In}]}`, "spec.clusterSelector.matchExpressions[0].values", "need at least one value"},
+	{"cluster selector DoesNotExist with values", `defaults: {initcwnd: 10}
+clusterSelector: {matchExpressions: [{key: region, operator: DoesNotExist, values: [eu]}]}`, "spec.clusterSelector.matchExpressions[0].values", "take no values"},
+	{"cluster selector expression value with a space", `defaults: {initcwnd: 10}
+clusterSelector: {matchExpressions: [{key: region, operator: In, values: ["eu west"]}]}`, "spec.clusterSelector.matchExpressions[0].values[0]", "should match"},
 	// Durations that must be positive.
 	{"unreachableAfter zero", `defaults: {initcwnd: 10}
 rollout: {canary: {count: 1}, unreachableAfter: 0s}`, "spec.rollout.unreachableAfter", "must be a positive duration"},
@@ -354,6 +388,16 @@ hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "
 	{"host pair cwnd below inherited initcwnd", `
 defaults: {initcwnd: 20}
 hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "spec.hostPairs", "must not be below the initcwnd it inherits"},
+}
+
+// labelPrefix is a DNS subdomain of n characters: labels of 62 characters
+// joined by dots.
+func labelPrefix(n int) string {
+	s := strings.Repeat(strings.Repeat("p", 62)+".", n/63) + strings.Repeat("p", n%63)
+	if n%63 == 0 { // end with a letter, not a dot
+		s = s[:n-1] + "p"
+	}
+	return s
 }
 
 func manyHostPairs(n int) string {

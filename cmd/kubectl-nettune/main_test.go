@@ -135,7 +135,7 @@ func startPlugin(t *testing.T) *plugin {
 // lanSpec is a profile content with the given cwnd clamp.
 func lanSpec(cwnd int32, rollout *v1alpha1.RolloutSpec) v1alpha1.NetTuningProfileSpec {
 	return v1alpha1.NetTuningProfileSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+		NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 		Defaults: &v1alpha1.TCPParameters{
 			Cwnd: &v1alpha1.Cwnd{Value: cwnd, Lock: ptr.To(true)}, Initcwnd: ptr.To[int32](25), Initrwnd: ptr.To[int32](25),
 			RTOMin: &metav1.Duration{Duration: 10 * time.Millisecond}, Quickack: ptr.To(true),

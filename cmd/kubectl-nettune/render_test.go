@@ -115,8 +115,8 @@ func goldenFleet() (*v1alpha1.NetTuningProfile, []corev1.Node, []v1alpha1.NodeNe
 			},
 		},
 		Spec: v1alpha1.NetTuningProfileSpec{
-			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: v1alpha1.DefaultHardwareLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"xavier", "orin"},
+			NodeSelector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{
+				Key: v1alpha1.DefaultHardwareLabel, Operator: metav1.LabelSelectorOpIn, Values: []v1alpha1.LabelValue{"xavier", "orin"},
 			}}},
 			Defaults: &v1alpha1.TCPParameters{Initcwnd: ptr.To[int32](25)},
 			Rollout: &v1alpha1.RolloutSpec{

@@ -265,7 +265,7 @@ func (o *Output) start(in Input) {
 	}
 	only := labels.Everything()
 	if exp.Spec.Selector != nil {
-		if only, err = metav1.LabelSelectorAsSelector(exp.Spec.Selector); err != nil {
+		if only, err = metav1.LabelSelectorAsSelector(exp.Spec.Selector.AsMetav1()); err != nil {
 			o.stall("InvalidSelector", "spec.selector: %v", err)
 			return
 		}
@@ -332,7 +332,7 @@ func armProfile(exp *v1alpha1.NetTuningExperiment, base *v1alpha1.NetTuningProfi
 		vehicles = append(vehicles, vs...)
 	}
 	spec := Overlay(&base.Spec, v.Parameters)
-	spec.NodeSelector = ArmSelector(base.Spec.NodeSelector, vehicleLabel, vehicles)
+	spec.NodeSelector = v1alpha1.LabelSelectorFromMetav1(ArmSelector(base.Spec.NodeSelector.AsMetav1(), vehicleLabel, vehicles))
 	spec.Priority = base.Spec.Priority + 1
 	spec.Rollout = nil
 	return &v1alpha1.NetTuningProfile{

@@ -36,7 +36,7 @@ var planNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 // planBase is a stable base profile selecting role=av, on revision base-1.
 func planBase() *v1alpha1.NetTuningProfile {
 	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "base", Generation: 1}}
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "av"}}
+	p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"role": "av"}}
 	p.Spec.Priority = 10
 	p.Status.ObservedGeneration = 1
 	p.Status.StableRevision, p.Status.CurrentRevision = "base-1", "base-1"

@@ -106,7 +106,7 @@ func TestNodeReport(t *testing.T) {
 func BenchmarkPlanFleet(b *testing.B) {
 	const vehicles, hosts = 6000, 5
 	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2}}
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "orin"}}
+	p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "orin"}}
 	count, half, all := int32(2), int32(50), intstr.FromString("100%")
 	p.Spec.Rollout = &v1alpha1.RolloutSpec{Canary: v1alpha1.CanarySpec{Count: &count}, MaxUnavailable: &all,
 		Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: &half}}}}

@@ -33,7 +33,7 @@ import (
 func Selection(p *v1alpha1.NetTuningProfile) (labels.Selector, string, error) {
 	sel := labels.Everything()
 	if p.Spec.NodeSelector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector.AsMetav1())
 		if err != nil {
 			return nil, "", fmt.Errorf("spec.nodeSelector: %w", err)
 		}

@@ -45,7 +45,7 @@ func node(name, vehicle, hw string, extra map[string]string) corev1.Node {
 // does not select.
 func avFleet() (*v1alpha1.NetTuningProfile, []corev1.Node) {
 	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "av"}}
+	p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"role": "av"}}
 	nodes := []corev1.Node{
 		node("av-2-b", "av-2", "orin", map[string]string{"zone": "x"}),
 		node("av-2-a", "av-2", "xavier", map[string]string{"zone": "x"}),
@@ -70,7 +70,7 @@ func TestSelect(t *testing.T) {
 		t.Errorf("VehicleOf: %q %q", f.VehicleOf("av-1-b"), f.VehicleOf("other"))
 	}
 
-	p.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Bogus"}}}
+	p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "role", Operator: "Bogus"}}}
 	if _, err := Select(p, nodes); err == nil {
 		t.Error("a bad selector was accepted")
 	}

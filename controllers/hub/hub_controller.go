@@ -286,7 +286,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 func (r *Reconciler) selectClusters(ctx context.Context, p *v1alpha1.NetTuningProfile) ([]*clusterv1.ManagedCluster, error) {
 	opts := []client.ListOption{}
 	if p.Spec.ClusterSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector)
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector.AsMetav1())
 		if err != nil {
 			return nil, fmt.Errorf("spec.clusterSelector: %w", err)
 		}

@@ -38,7 +38,7 @@ func profile() *v1alpha1.NetTuningProfile {
 		ObjectMeta: metav1.ObjectMeta{Name: "lan", Generation: 4},
 		Spec: v1alpha1.NetTuningProfileSpec{
 			VehicleLabel: "nettune.io/vehicle", Defaults: &v1alpha1.TCPParameters{Ssthresh: &ssthresh},
-			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+			ClusterSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"region": "eu"}},
 			Rollout:         &v1alpha1.RolloutSpec{UnreachableAfter: &after, Steps: []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}}},
 		},
 	}

@@ -90,7 +90,7 @@ func (p *plan) pickCanaries() []string {
 			}
 		}
 	case r.Canary.Selector != nil:
-		sel, err := metav1.LabelSelectorAsSelector(r.Canary.Selector)
+		sel, err := metav1.LabelSelectorAsSelector(r.Canary.Selector.AsMetav1())
 		if err != nil {
 			p.event(true, "CanarySelector", "canary selector: %v", err)
 			return nil

@@ -80,7 +80,7 @@ func TestCanaryCohort(t *testing.T) {
 				t.Errorf("canaries %v, want [av-03]", got)
 			}
 		}},
-		{"selector", v1alpha1.CanarySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/hardware": "orin"}}}, func(t *testing.T, s *sim, got []string) {
+		{"selector", v1alpha1.CanarySpec{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"nettune.io/hardware": "orin"}}}, func(t *testing.T, s *sim, got []string) {
 			if strings.Join(got, ",") != "av-07,av-08,av-09" {
 				t.Errorf("canaries %v, want the orin vehicles", got)
 			}
@@ -105,7 +105,7 @@ func TestCanaryCohort(t *testing.T) {
 // with a warning event naming the numbers.
 func TestCanaryIsCappedAtWhatTheStatusHolds(t *testing.T) {
 	s := newSim(t, shipped(), 1200, 300, "r1")
-	s.rollout.Canary = v1alpha1.CanarySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/hardware": "xavier"}}}
+	s.rollout.Canary = v1alpha1.CanarySpec{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"nettune.io/hardware": "xavier"}}}
 	s.revision = "r2"
 	out := s.tick(time.Minute)
 	got := out.Status.CanaryVehicles

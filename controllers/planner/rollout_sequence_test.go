@@ -1155,7 +1155,7 @@ func seqCanaryText(c v1alpha1.CanarySpec) string {
 	case len(c.Vehicles) > 0:
 		return fmt.Sprintf("vehicles %v", c.Vehicles)
 	case c.Selector != nil:
-		return "selector " + metav1.FormatLabelSelector(c.Selector)
+		return "selector " + metav1.FormatLabelSelector(c.Selector.AsMetav1())
 	case c.Count != nil:
 		return fmt.Sprintf("count %d", *c.Count)
 	}
@@ -1235,7 +1235,7 @@ func seqCanaryVehicles(names ...string) v1alpha1.CanarySpec {
 }
 
 func seqCanarySelector() v1alpha1.CanarySpec {
-	return v1alpha1.CanarySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{seqRingLabel: "canary"}}}
+	return v1alpha1.CanarySpec{Selector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{seqRingLabel: "canary"}}}
 }
 
 // --- runs -----------------------------------------------------------------------

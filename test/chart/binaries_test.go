@@ -132,7 +132,7 @@ func TestBinariesWithChartIdentities(t *testing.T) {
 
 	const rmem = "4096 174762 5592405"
 	profile := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "chart-rmem"}, Spec: v1alpha1.NetTuningProfileSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+		NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 		Sysctls:      []v1alpha1.Sysctl{{Name: "net.ipv4.tcp_rmem", Value: rmem}},
 	}}
 	if err := admin.Create(ctx, profile); err != nil {

@@ -49,7 +49,7 @@ func ptr[T any](v T) *T { return &v }
 func spec(ssthresh int32, rollout *v1alpha1.RolloutSpec) v1alpha1.NetTuningProfileSpec {
 	params := v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 40, Lock: ptr(true)}, Ssthresh: ptr(ssthresh)}
 	return v1alpha1.NetTuningProfileSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+		NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 		Defaults:     params.DeepCopy(),
 		Routes: []v1alpha1.ProfileRoute{
 			{Name: "depot", Destination: "10.200.0.0/16", Device: ptr("lan0"), Parameters: params},

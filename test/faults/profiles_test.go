@@ -33,7 +33,7 @@ import (
 // sysctlSpec is a profile of one sysctl on every host.
 func sysctlSpec(value string, rollout *v1alpha1.RolloutSpec) v1alpha1.NetTuningProfileSpec {
 	return v1alpha1.NetTuningProfileSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: "xavier"}},
+		NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 		Sysctls:      []v1alpha1.Sysctl{{Name: "net.ipv4.tcp_notsent_lowat", Value: value}},
 		Rollout:      rollout,
 	}

@@ -243,7 +243,7 @@ func sample(t *testing.T, root, file string) *v1alpha1.NetTuningProfile {
 	if err := yaml.Unmarshal(raw, p); err != nil {
 		t.Fatal(err)
 	}
-	p.Spec.ClusterSelector = &metav1.LabelSelector{}
+	p.Spec.ClusterSelector = &v1alpha1.LabelSelector{}
 	if r := p.Spec.Rollout; r != nil {
 		var keep []v1alpha1.AnalysisSpec
 		for _, a := range r.Analyses {

@@ -225,7 +225,7 @@ func TestChartOnRealNode(t *testing.T) {
 	profile := &v1alpha1.NetTuningProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-test"},
 		Spec: v1alpha1.NetTuningProfileSpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/hardware": "nettune-node"}},
+			NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"nettune.io/hardware": "nettune-node"}},
 			Routes: []v1alpha1.ProfileRoute{{
 				Name: "lan", Destination: routeDst, Device: ptr.To(testnode.NodeVeth),
 				Parameters: v1alpha1.TCPParameters{

@@ -143,7 +143,7 @@ type bench struct {
 func content(cwnd int32, rollout *v1alpha1.RolloutSpec) v1alpha1.NetTuningProfileSpec {
 	lock := true
 	return v1alpha1.NetTuningProfileSpec{
-		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{benchLabel: "hub"}},
+		ClusterSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{benchLabel: "hub"}},
 		Defaults: &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: cwnd, Lock: &lock},
 			RTOMin: &metav1.Duration{Duration: 10 * time.Millisecond}},
 		Rollout: rollout,

@@ -85,7 +85,7 @@ type bench struct {
 func tuning(cwnd int32) v1alpha1.NetTuningProfileSpec {
 	lock := true
 	return v1alpha1.NetTuningProfileSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.DefaultHardwareLabel: hardware}},
+		NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: hardware}},
 		Defaults: &v1alpha1.TCPParameters{
 			Cwnd:   &v1alpha1.Cwnd{Value: cwnd, Lock: &lock},
 			RTOMin: &metav1.Duration{Duration: 10 * time.Millisecond},
