@@ -16,7 +16,11 @@ limitations under the License.
 
 package dashboards
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+)
 
 // quantiles are the latency percentiles shown side by side.
 var quantiles = []struct {
@@ -43,11 +47,11 @@ const (
 	eventLine     = ` | line_format "{{.event}} {{.revision}}: {{.message}}"`
 )
 
-// RolloutHealth is one profile's rollout: phase and step, revisions and
+// rolloutHealth is one profile's rollout: phase and step, revisions and
 // vehicles, canary against baseline latency, analyses, rollbacks and
 // reverts.
-func RolloutHealth() *Dashboard {
-	b := newDashboard("nettune-rollout-health", "nettune / Rollout health",
+func rolloutHealth() *dashboardBuilder {
+	b := newBoard("nettune-rollout-health", "nettune / Rollout health",
 		"A NetTuningProfile's rollout: phase and step, vehicles per revision and state, canary ($revision) against baseline "+
 			"(every other revision of the profile) latency per destination host from the probe's Loki samples and Prometheus histogram, "+
 			"the analyses against their thresholds, and the controller's rollbacks and the agents' reverts as annotations.",
@@ -67,30 +71,30 @@ func RolloutHealth() *Dashboard {
 	)
 
 	b.row("Rollout")
-	b.add(stat("Phase", "The profile's rollout phase now.", "", "name",
+	place(b, statPanel("Phase", "The profile's rollout phase now.", "", common.BigValueTextModeName,
 		promInstant(`max by (phase) (nettune_rollout_phase{profile="$profile"}) == 1`, "{{phase}}")), 4, 4)
-	b.add(stat("Step", "Index of the rollout step in progress (the number of steps once complete).", "none", "value",
+	place(b, statPanel("Step", "Index of the rollout step in progress (the number of steps once complete).", "none", common.BigValueTextModeValue,
 		promInstant(`max(nettune_rollout_step{profile="$profile"})`, "step")), 3, 4)
-	b.add(stat("Vehicles", "Vehicles of the profile by state, as the controller counts them.", "none", "value_and_name",
+	place(b, statPanel("Vehicles", "Vehicles of the profile by state, as the controller counts them.", "none", common.BigValueTextModeValueAndName,
 		promInstant(`max by (state) (nettune_rollout_vehicles{profile="$profile"})`, "{{state}}")), 9, 4)
-	b.add(stat("Rollbacks", "Rollbacks of the profile since the controller started, by reason.", "none", "value_and_name",
+	place(b, statPanel("Rollbacks", "Rollbacks of the profile since the controller started, by reason.", "none", common.BigValueTextModeValueAndName,
 		promInstant(`max by (reason) (nettune_rollbacks_total{profile="$profile"})`, "{{reason}}")), 4, 4)
-	b.add(stat("Agent reverts", "Applies the agents of the selected vehicles undone on the host in the time range (failed verify or post-apply probe).", "none", "value",
+	place(b, statPanel("Agent reverts", "Applies the agents of the selected vehicles undone on the host in the time range (failed verify or post-apply probe).", "none", common.BigValueTextModeValue,
 		promInstant(`sum(increase(nettune_agent_reverts_total{vehicle=~"$vehicle"}[$__range]))`, "reverts")), 4, 4)
 
-	b.add(stateTimeline("Phase", "The rollout phase over time.",
+	place(b, stateTimeline("Phase", "The rollout phase over time.",
 		promRange(`max by (phase) (nettune_rollout_phase{profile="$profile"})`, "{{phase}}")), 12, 6)
-	b.add(timeseries("Step", "The rollout step over time.", "none", steps,
+	place(b, timeseriesPanel("Step", "The rollout step over time.", "none", steps,
 		promRange(`max(nettune_rollout_step{profile="$profile"})`, "step")), 12, 6)
 
 	b.row("Revisions and vehicles")
-	b.add(timeseries("Vehicles per revision", "Vehicles with at least one host on each revision of the profile, from the agents' committed (last-known-good) state: the revision timeline.", "none", stacked,
+	place(b, timeseriesPanel("Vehicles per revision", "Vehicles with at least one host on each revision of the profile, from the agents' committed (last-known-good) state: the revision timeline.", "none", stacked,
 		promRange(`count by (revision) (group by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~".+"}))`, "{{revision}}")), 12, 8)
-	b.add(timeseries("Vehicles by state", "The controller's count of the profile's vehicles by state (total, updated, verified, unreachable, failed).", "none", steps,
+	place(b, timeseriesPanel("Vehicles by state", "The controller's count of the profile's vehicles by state (total, updated, verified, unreachable, failed).", "none", steps,
 		promRange(`max by (state) (nettune_rollout_vehicles{profile="$profile"})`, "{{state}}")), 12, 8)
-	b.add(table("Hosts per revision", "Hosts of the selected vehicles on each revision now.", "none",
+	place(b, tablePanel("Hosts per revision", "Hosts of the selected vehicles on each revision now.", "none",
 		promTable(`count by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~"$vehicle"})`)), 8, 8)
-	b.add(logs("Revision timeline", "The controller's rollout events: revisions started, steps, promotions, completions and rollbacks.",
+	place(b, logsPanel("Revision timeline", "The controller's rollout events: revisions started, steps, promotions, completions and rollbacks.",
 		lokiLogs(rolloutEvents+` | event=~"RolloutStarted|RolloutRestarted|StepAdvanced|Promoted|RolloutComplete|RolledBack"`+
 			` | line_format "{{.event}} {{.revision}} (stable {{.stable}}, step {{.step}}): {{.message}}"`)), 16, 8)
 
@@ -98,20 +102,20 @@ func RolloutHealth() *Dashboard {
 	const baseline = `job="nettune-probe", profile="$profile", revision!="$revision", vehicle=~"$vehicle"`
 	b.row("Latency: canary ($revision) against baseline, Loki probe samples")
 	for _, q := range quantiles {
-		b.add(timeseries(q.title+" per destination host (Loki)",
+		place(b, timeseriesPanel(q.title+" per destination host (Loki)",
 			fmt.Sprintf("The %s message latency of the topic emulator's samples, by destination host, of the hosts on the canary revision and on every other revision, in windows of the interval.", q.title),
 			"ms", lines,
 			lokiRange(lokiQuantile(q.q, canary, "peer", "$__interval"), "canary → {{peer}}"),
 			lokiRange(lokiQuantile(q.q, baseline, "peer", "$__interval"), "baseline → {{peer}}")), 6, 8)
 	}
-	b.add(table("Worst host pairs (p99.9 over the time range, Loki)", "The ten host pairs (node → peer) with the highest p99.9 over the time range, with their revision.", "ms",
+	place(b, tablePanel("Worst host pairs (p99.9 over the time range, Loki)", "The ten host pairs (node → peer) with the highest p99.9 over the time range, with their revision.", "ms",
 		lokiInstant(`topk(10, `+lokiQuantile("0.999", `job="nettune-probe", profile="$profile", vehicle=~"$vehicle"`, "revision, vehicle, node, peer", "$__range")+`)`, "")), 24, 7)
 
 	const canaryProm = `profile="$profile", revision="$revision", vehicle=~"$vehicle"`
 	const baselineProm = `profile="$profile", revision!="$revision", vehicle=~"$vehicle"`
 	b.row("Latency: canary ($revision) against baseline, Prometheus histogram")
 	for _, q := range quantiles {
-		b.add(timeseries(q.title+" per destination host (Prometheus)",
+		place(b, timeseriesPanel(q.title+" per destination host (Prometheus)",
 			fmt.Sprintf("The %s of nettune_probe_latency_seconds (buckets about 27 %% wide), by destination host, canary revision against every other revision.", q.title),
 			"s", lines,
 			promRange(promQuantile(q.q, canaryProm, "peer"), "canary → {{peer}}"),
@@ -119,32 +123,32 @@ func RolloutHealth() *Dashboard {
 	}
 
 	b.row("Analysis")
-	b.add(dashed(timeseries("Analysis values against thresholds", "The latest measurement of each analysis: canary and baseline values and the threshold the canary was held to (dashed).", "none", steps,
+	place(b, dashed(timeseriesPanel("Analysis values against thresholds", "The latest measurement of each analysis: canary and baseline values and the threshold the canary was held to (dashed).", "none", steps,
 		promRange(`max by (analysis, series) (nettune_analysis_value{profile="$profile"})`, "{{analysis}} {{series}}")), ".*threshold.*"), 16, 8)
-	b.add(timeseries("Judge: slow share per host pair", "A judge's latest share of messages slower than its threshold, per host pair, canary against baseline (the verdict compares them with a stated confidence; see docs/rollout.md).", "percentunit", steps,
+	place(b, timeseriesPanel("Judge: slow share per host pair", "A judge's latest share of messages slower than its threshold, per host pair, canary against baseline (the verdict compares them with a stated confidence; see docs/rollout.md).", "percentunit", steps,
 		promRange(`max by (analysis, pair, cohort) (nettune_analysis_judge_slow_share{profile="$profile"})`, "{{analysis}} {{pair}} {{cohort}}")), 12, 8)
-	b.add(timeseries("Judge: P(canary worse) per host pair", "The posterior probability that the canary's slow share exceeds its tolerance on each host pair; a rollback needs it above the pair's confidence and the rank test to agree.", "percentunit", steps,
+	place(b, timeseriesPanel("Judge: P(canary worse) per host pair", "The posterior probability that the canary's slow share exceeds its tolerance on each host pair; a rollback needs it above the pair's confidence and the rank test to agree.", "percentunit", steps,
 		promRange(`max by (analysis, pair) (nettune_analysis_judge_probability{profile="$profile"})`, "{{analysis}} {{pair}}")), 12, 8)
-	b.add(table("Measurements by result", "Analysis measurements since the controller started, by analysis and result (Successful, Failed, Inconclusive, Error).", "none",
+	place(b, tablePanel("Measurements by result", "Analysis measurements since the controller started, by analysis and result (Successful, Failed, Inconclusive, Error).", "none",
 		promTable(`max by (analysis, phase) (nettune_analysis_measurements_total{profile="$profile"})`)), 8, 8)
 
 	b.row("Events")
-	b.add(logs("Rollout events (controller)", "Every rollout event of the profile, as the controller ships it to Loki.",
+	place(b, logsPanel("Rollout events (controller)", "Every rollout event of the profile, as the controller ships it to Loki.",
 		lokiLogs(rolloutEvents+eventLine)), 12, 9)
-	b.add(logs("Agent reverts, refusals and drift repairs", "The agents of the selected vehicles: applies undone or refused, and items re-tuned after drift.",
+	place(b, logsPanel("Agent reverts, refusals and drift repairs", "The agents of the selected vehicles: applies undone or refused, and items re-tuned after drift.",
 		lokiLogs(agentEvents+` | event=~"reverted|refused|drift_repaired"`+` | line_format "{{.node}} {{.event}} {{.revision}}: {{.message}}"`)), 12, 9)
-	b.add(timeseries("Agent events per interval", "Apply, verify, revert, refusal and drift-repair events of the selected vehicles' agents.", "none", bars,
+	place(b, timeseriesPanel("Agent events per interval", "Apply, verify, revert, refusal and drift-repair events of the selected vehicles' agents.", "none", bars,
 		lokiRange(`sum by (event) (count_over_time(`+agentEvents+` [$__interval]))`, "{{event}}")), 24, 7)
-	return b.d
+	return b.dashboardBuilder
 }
 
 // nodeMatcher selects the chosen hosts in metrics that carry only node.
 const nodeMatcher = `node=~"$node"`
 
-// Vehicle is one vehicle's hosts: revisions in force, applies and reverts,
+// vehicle is one vehicle's hosts: revisions in force, applies and reverts,
 // drift repairs, TCP state per tuned destination and latency per host pair.
-func Vehicle() *Dashboard {
-	b := newDashboard("nettune-vehicle", "nettune / Vehicle",
+func vehicle() *dashboardBuilder {
+	b := newBoard("nettune-vehicle", "nettune / Vehicle",
 		"One vehicle's hosts: the revision each has in force, applies, reverts and drift repairs, TCP state of the connections to every tuned destination "+
 			"(sock_diag), and the probe's message latency per host pair.",
 		promVar("vehicle", "Vehicle", `label_values(nettune_agent_applies_total, vehicle)`, "The vehicle."),
@@ -158,53 +162,53 @@ func Vehicle() *Dashboard {
 	)
 
 	b.row("Tuning")
-	b.add(table("Revision in force per host", "Every profile revision in the hosts' committed (last-known-good) state, and the NodeNetTuning revision.", "none",
+	place(b, tablePanel("Revision in force per host", "Every profile revision in the hosts' committed (last-known-good) state, and the NodeNetTuning revision.", "none",
 		promTable(`max by (node, profile, revision, node_revision) (nettune_agent_revision_info{`+nodeMatcher+`})`)), 12, 7)
-	b.add(stat("Applies in range", "Applies of the selected hosts in the time range, by result.", "none", "value_and_name",
+	place(b, statPanel("Applies in range", "Applies of the selected hosts in the time range, by result.", "none", common.BigValueTextModeValueAndName,
 		promInstant(`sum by (result) (increase(nettune_agent_applies_total{`+nodeMatcher+`}[$__range]))`, "{{result}}")), 6, 7)
-	b.add(stat("Reverts and drift repairs in range", "Applies undone on the host (failed verify or post-apply probe) and items re-tuned after drift, in the time range.", "none", "value_and_name",
+	place(b, statPanel("Reverts and drift repairs in range", "Applies undone on the host (failed verify or post-apply probe) and items re-tuned after drift, in the time range.", "none", common.BigValueTextModeValueAndName,
 		promInstant(`sum(increase(nettune_agent_reverts_total{`+nodeMatcher+`}[$__range]))`, "reverts"),
 		promInstant(`sum(increase(nettune_agent_drift_repairs_total{`+nodeMatcher+`}[$__range]))`, "drift repairs")), 6, 7)
-	b.add(timeseries("Revision per host", "The profile revisions in force on each host over time.", "none", steps,
+	place(b, timeseriesPanel("Revision per host", "The profile revisions in force on each host over time.", "none", steps,
 		promRange(`max by (node, revision) (nettune_agent_revision_info{`+nodeMatcher+`})`, "{{node}} {{revision}}")), 12, 7)
-	b.add(timeseries("Applies and reverts", "Applies per interval by result, and reverts.", "none", bars,
+	place(b, timeseriesPanel("Applies and reverts", "Applies per interval by result, and reverts.", "none", bars,
 		promRange(`sum by (node, result) (increase(nettune_agent_applies_total{`+nodeMatcher+`}[$__rate_interval])) > 0`, "{{node}} {{result}}"),
 		promRange(`sum by (node) (increase(nettune_agent_reverts_total{`+nodeMatcher+`}[$__rate_interval])) > 0`, "{{node}} reverted")), 12, 7)
-	b.add(timeseries("Drift repairs", "Items re-tuned after drift (a route recreated without its metrics, a sysctl changed by someone else).", "none", bars,
+	place(b, timeseriesPanel("Drift repairs", "Items re-tuned after drift (a route recreated without its metrics, a sysctl changed by someone else).", "none", bars,
 		promRange(`sum by (node) (increase(nettune_agent_drift_repairs_total{`+nodeMatcher+`}[$__rate_interval]))`, "{{node}}")), 12, 7)
-	b.add(timeseries("Apply duration (max)", "The longest apply transaction per host (preflight, snapshot, apply, verify, probes, commit or restore), as the upper bound of its histogram bucket.", "s", bars,
+	place(b, timeseriesPanel("Apply duration (max)", "The longest apply transaction per host (preflight, snapshot, apply, verify, probes, commit or restore), as the upper bound of its histogram bucket.", "s", bars,
 		promRange(`max by (node) (histogram_quantile(1, sum by (node, le) (increase(nettune_agent_apply_duration_seconds_bucket{`+nodeMatcher+`}[$__rate_interval]))))`, "{{node}}")), 12, 7)
-	b.add(logs("Drift repairs (agent events)", "Drift repairs as the agents ship them to Loki.",
+	place(b, logsPanel("Drift repairs (agent events)", "Drift repairs as the agents ship them to Loki.",
 		lokiLogs(hostEvents+` | event="drift_repaired"`+` | line_format "{{.node}} {{.revision}}: {{.message}}"`)), 12, 7)
-	b.add(logs("Agent events", "Every apply, verify, revert, refusal and drift repair of the selected hosts.",
+	place(b, logsPanel("Agent events", "Every apply, verify, revert, refusal and drift repair of the selected hosts.",
 		lokiLogs(hostEvents+` | line_format "{{.node}} {{.event}} {{.revision}}: {{.message}}"`)), 24, 8)
 
 	b.row("TCP per tuned destination (sock_diag)")
 	tcp := func(metric, agg string) string {
 		return fmt.Sprintf(`%s by (node, destination) (%s{%s})`, agg, metric, nodeMatcher)
 	}
-	b.add(timeseries("Smoothed RTT", "The highest smoothed RTT of the established connections to each tuned destination.", "s", lines,
+	place(b, timeseriesPanel("Smoothed RTT", "The highest smoothed RTT of the established connections to each tuned destination.", "s", lines,
 		promRange(tcp("nettune_tcp_rtt_seconds", "max"), "{{node}} → {{destination}}")), 12, 7)
-	b.add(timeseries("RTO", "The highest retransmission timeout of the connections to each destination: near rto_min when the route's rto_min applies.", "s", lines,
+	place(b, timeseriesPanel("RTO", "The highest retransmission timeout of the connections to each destination: near rto_min when the route's rto_min applies.", "s", lines,
 		promRange(tcp("nettune_tcp_rto_seconds", "max"), "{{node}} → {{destination}}")), 12, 7)
-	b.add(timeseries("Congestion window", "The largest snd_cwnd (packets) of the connections to each destination: at most the locked clamp.", "none", lines,
+	place(b, timeseriesPanel("Congestion window", "The largest snd_cwnd (packets) of the connections to each destination: at most the locked clamp.", "none", lines,
 		promRange(tcp("nettune_tcp_snd_cwnd", "max"), "{{node}} → {{destination}}")), 8, 7)
-	b.add(timeseries("Retransmits", "Retransmitted segments per second to each destination.", "none", lines,
+	place(b, timeseriesPanel("Retransmits", "Retransmitted segments per second to each destination.", "none", lines,
 		promRange(`sum by (node, destination) (rate(nettune_tcp_retrans_segments_total{`+nodeMatcher+`}[$__rate_interval]))`, "{{node}} → {{destination}}")), 8, 7)
-	b.add(timeseries("Sockets", "TCP sockets to each tuned destination.", "none", steps,
+	place(b, timeseriesPanel("Sockets", "TCP sockets to each tuned destination.", "none", steps,
 		promRange(tcp("nettune_tcp_sockets", "max"), "{{node}} → {{destination}}")), 8, 7)
-	b.add(timeseries("Guards: retransmission timeouts and spurious retransmissions", "Per second to each destination: RTO expiries (each a message waiting at least rto_min; Linux 6.7+) and segments the peer received twice (D-SACK: retransmissions that were not needed, the cost of an rto_min below the delayed-ACK time; Linux 5.10+).", "none", lines,
+	place(b, timeseriesPanel("Guards: retransmission timeouts and spurious retransmissions", "Per second to each destination: RTO expiries (each a message waiting at least rto_min; Linux 6.7+) and segments the peer received twice (D-SACK: retransmissions that were not needed, the cost of an rto_min below the delayed-ACK time; Linux 5.10+).", "none", lines,
 		promRange(`sum by (node, destination) (rate(nettune_tcp_rto_timeouts_total{`+nodeMatcher+`}[$__rate_interval]))`, "RTOs {{node}} → {{destination}}"),
 		promRange(`sum by (node, destination) (rate(nettune_tcp_dsack_dups_total{`+nodeMatcher+`}[$__rate_interval]))`, "D-SACKs {{node}} → {{destination}}")), 24, 7)
 
 	b.row("Probe latency per host pair")
 	const probeProm = `vehicle="$vehicle", node=~"$node"`
-	b.add(timeseries("p99 and p99.9 per host pair (Prometheus)", "Quantiles of nettune_probe_latency_seconds per host pair (node → peer).", "s", lines,
+	place(b, timeseriesPanel("p99 and p99.9 per host pair (Prometheus)", "Quantiles of nettune_probe_latency_seconds per host pair (node → peer).", "s", lines,
 		promRange(promQuantile("0.99", probeProm, "node, peer"), "p99 {{node}} → {{peer}}"),
 		promRange(promQuantile("0.999", probeProm, "node, peer"), "p99.9 {{node}} → {{peer}}")), 12, 8)
-	b.add(timeseries("p99.9 per host pair (Loki)", "The p99.9 of the probe's samples per host pair, in windows of the interval.", "ms", lines,
+	place(b, timeseriesPanel("p99.9 per host pair (Loki)", "The p99.9 of the probe's samples per host pair, in windows of the interval.", "ms", lines,
 		lokiRange(lokiQuantile("0.999", `job="nettune-probe", vehicle="$vehicle", node=~"$node"`, "node, peer", "$__interval"), "{{node}} → {{peer}}")), 12, 8)
-	b.add(timeseries("Samples per host pair and revision (Loki)", "Probe samples per interval per host pair, by the revision tuning the pair's route: when each pair changed revision.", "none", stacked,
+	place(b, timeseriesPanel("Samples per host pair and revision (Loki)", "Probe samples per interval per host pair, by the revision tuning the pair's route: when each pair changed revision.", "none", stacked,
 		lokiRange(`sum by (node, peer, revision) (count_over_time({job="nettune-probe", vehicle="$vehicle", node=~"$node"} [$__interval]))`, "{{node}} → {{peer}} {{revision}}")), 24, 8)
-	return b.d
+	return b.dashboardBuilder
 }
