@@ -216,6 +216,13 @@ func lokiAnnotation(name, color, expr, title, text, tags string) *dashboard.Anno
 		Expr(expr).TitleFormat(title).TextFormat(text).TagKeys(tags)
 }
 
+// promAnnotation marks, as a region, each stretch of time where expr is
+// above 0 (Grafana joins the points at most step apart).
+func promAnnotation(name, color, expr, step, title, text string) *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().Name(name).Datasource(promDS).Enable(true).Hide(false).IconColor(color).
+		Expr(expr).Step(step).TitleFormat(title).TextFormat(text)
+}
+
 // Targets.
 
 // query is a panel target: a Prometheus or a Loki query.

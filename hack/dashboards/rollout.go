@@ -54,7 +54,8 @@ func rolloutHealth() *dashboardBuilder {
 	b := newBoard("nettune-rollout-health", "nettune / Rollout health",
 		"A NetTuningProfile's rollout: phase and step, vehicles per revision and state, canary ($revision) against baseline "+
 			"(every other revision of the profile) latency per destination host from the probe's Loki samples and Prometheus histogram, "+
-			"the analyses against their thresholds, and the controller's rollbacks and the agents' reverts as annotations.",
+			"the analyses against their thresholds, and as annotations the controller's rollout events (canary started, steps promoted, "+
+			"paused, rolled back) and the agents' reverts.",
 		promVar("profile", "Profile", `label_values(nettune_rollout_phase, profile)`, "The NetTuningProfile."),
 		promVar("revision", "Canary revision", `label_values(nettune_agent_revision_info{profile="$profile"}, revision)`,
 			"The revision compared (the canary); the baseline is every other revision of the profile."),
@@ -64,10 +65,23 @@ func rolloutHealth() *dashboardBuilder {
 	b.annotate(
 		lokiAnnotation("Rollbacks", "red", rolloutEvents+` | event="RolledBack"`,
 			"Rolled back: {{reason}}", "{{message}}", "event,reason"),
+		// Canary started (RolloutStarted, RolloutRestarted: a new revision
+		// on the canary vehicles), a pause or analysis step promoted by the
+		// user, the revision stable.
 		lokiAnnotation("Rollout milestones", "blue", rolloutEvents+` | event=~"RolloutStarted|RolloutRestarted|Promoted|RolloutComplete"`,
 			"{{event}} {{revision}}", "{{message}}", "event"),
 		lokiAnnotation("Agent reverts", "orange", agentEvents+` | event=~"reverted|refused"`,
 			"{{event}} on {{node}}", "{{message}}", "event,vehicle,node"),
+		// Every step the rollout moved past: its analysis passed, its pause
+		// ran out or was promoted, its vehicles were updated.
+		lokiAnnotation("Steps promoted", "green", rolloutEvents+` | event="StepAdvanced"`,
+			"Step promoted: {{revision}}", "{{message}}", "event"),
+		// The controller ships no event when a rollout pauses (a pause step,
+		// an inconclusive analysis, spec.rollout.paused): its phase gauge
+		// says when, drawn as regions. max_over_time keeps a pause shorter
+		// than the step.
+		promAnnotation("Paused", "yellow", `max(max_over_time(nettune_rollout_phase{profile="$profile", phase="Paused"}[$__rate_interval]))`, "1m",
+			"Rollout paused", "A pause step waiting for kubectl nettune promote, an inconclusive analysis, or spec.rollout.paused"),
 	)
 
 	b.row("Rollout")

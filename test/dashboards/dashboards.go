@@ -116,6 +116,8 @@ type Annotation struct {
 	BuiltIn     int             `json:"builtIn"`
 	TitleFormat string          `json:"titleFormat"`
 	TextFormat  string          `json:"textFormat"`
+	// Filter limits the panels the annotation is drawn on.
+	Filter json.RawMessage `json:"filter,omitempty"`
 }
 
 // Load reads one dashboard.

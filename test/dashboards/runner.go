@@ -79,6 +79,10 @@ type Result struct {
 	Max float64
 	// Values are the label values of a KindLabelValues query.
 	Values []string
+	// Labels are the labels of each series of a metric query, or of each
+	// line of a log query (its stream's, with what the pipeline extracted),
+	// in the order returned.
+	Labels []map[string]string
 	// Sample describes the first series, for the test log.
 	Sample string
 }
@@ -225,6 +229,11 @@ func summarize(resp apiResponse) (Result, error) {
 		labels := s.Metric
 		if s.Stream != nil {
 			labels = s.Stream
+			for range s.Values {
+				res.Labels = append(res.Labels, labels)
+			}
+		} else {
+			res.Labels = append(res.Labels, labels)
 		}
 		points := 0
 		last := ""

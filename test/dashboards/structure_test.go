@@ -80,6 +80,7 @@ func TestDashboardsShowWhatTheyPromise(t *testing.T) {
 			`histogram_quantile(0.5,`, `histogram_quantile(0.99,`, `histogram_quantile(0.999,`, `histogram_quantile(0.9999,`,
 			`unwrap latency_ms`, `revision="$revision"`, `revision!="$revision"`,
 			`{job="nettune-controller", profile="$profile"}`, `event="RolledBack"`, `{job="nettune-agent"`, `reverted`,
+			`event=~"RolloutStarted|RolloutRestarted|Promoted|RolloutComplete"`, `event="StepAdvanced"`, `phase="Paused"`,
 		},
 		"vehicle.json": {
 			"nettune_tcp_rtt_seconds", "nettune_tcp_rto_seconds", "nettune_tcp_retrans_segments_total", "nettune_tcp_snd_cwnd",
@@ -206,6 +207,9 @@ func TestValidateCatches(t *testing.T) {
 			d.Annotations.List[0].Expr = `{job="nettune-controller", profile="$prof"}`
 		}, "$prof is not a variable"},
 		{"annotation without expr", func(d *Dashboard) { d.Annotations.List[0].Expr = "" }, `annotation "Rollbacks": no expr`},
+		{"annotation on some panels only", func(d *Dashboard) {
+			d.Annotations.List[0].Filter = json.RawMessage(`{"exclude":false,"ids":[2,3]}`)
+		}, `annotation "Rollbacks": a panel filter`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -43,7 +43,8 @@ var RequiredDatasources = map[string]string{"DS_PROMETHEUS": "prometheus", "DS_L
 //     a declared variable or a Grafana built-in, and a variable's query
 //     refers only to variables declared before it;
 //   - every query variable is used by a panel query, and every panel query
-//     uses a query variable (no panel silently shows the whole fleet).
+//     uses a query variable (no panel silently shows the whole fleet);
+//   - no annotation has a panel filter: each is drawn on every panel.
 func Validate(d *Dashboard) []string {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -210,6 +211,9 @@ func Validate(d *Dashboard) []string {
 			continue
 		}
 		checkDS(where, a.Datasource)
+		if len(a.Filter) > 0 && string(a.Filter) != "null" {
+			bad("%s: a panel filter %s: the annotation would be missing from some panels", where, a.Filter)
+		}
 		if strings.TrimSpace(a.Expr) == "" {
 			bad("%s: no expr", where)
 		}
