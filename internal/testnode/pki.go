@@ -21,7 +21,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -29,6 +28,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nettune/nettune/internal/testpki"
 )
 
 // pki is the node's certificate authority: one CA signs the API server's
@@ -36,41 +37,23 @@ import (
 // controller manager, scheduler, the API server's kubelet client).
 type pki struct {
 	dir    string
-	caCert *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	caPEM  []byte
+	ca     *testpki.CA
 	serial int64
 }
+
+// validity is how long the CA and its certificates are valid.
+const validity = 7 * 24 * time.Hour
 
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA("nettune-node-ca", big.NewInt(1), validity)
 	if err != nil {
-		return nil, fmt.Errorf("generating the CA key: %w", err)
+		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "nettune-node-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("signing the CA: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the CA: %w", err)
-	}
-	p := &pki{dir: dir, caCert: cert, caKey: key, serial: 1,
-		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	if err := os.WriteFile(p.path("ca.crt"), p.caPEM, 0o644); err != nil {
+	p := &pki{dir: dir, ca: ca, serial: 1}
+	if err := os.WriteFile(p.path("ca.crt"), ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the CA: %w", err)
 	}
 	// The service-account signing key (RS256 or ES256: the API server takes both).
@@ -78,7 +61,7 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating the service-account key: %w", err)
 	}
-	if err := writeKey(p.path("sa.key"), saKey); err != nil {
+	if err := testpki.WriteKey(p.path("sa.key"), saKey); err != nil {
 		return nil, err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
@@ -97,42 +80,17 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // certificate when hosts or ips are given, else a client certificate of
 // user cn in groups orgs.
 func (p *pki) issue(name, cn string, orgs []string, hosts []string, ips []net.IP) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("generating the key of %s: %w", name, err)
-	}
 	p.serial++
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial),
-		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		DNSNames:     hosts,
-		IPAddresses:  ips,
-	}
-	if len(hosts)+len(ips) > 0 {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	certPEM, keyPEM, err := p.ca.Issue(testpki.Cert{Serial: big.NewInt(p.serial), CommonName: cn, Organization: orgs,
+		DNSNames: hosts, IPAddresses: ips, Validity: validity})
 	if err != nil {
-		return fmt.Errorf("signing %s: %w", name, err)
+		return fmt.Errorf("issuing %s: %w", name, err)
 	}
-	if err := os.WriteFile(p.path(name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(p.path(name+".crt"), certPEM, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
-	return writeKey(p.path(name+".key"), key)
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err := os.WriteFile(p.path(name+".key"), keyPEM, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", p.path(name+".key"), err)
 	}
 	return nil
 }
