@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/internal/testnode"
@@ -152,9 +153,8 @@ func cpuTime(pid int) (time.Duration, error) {
 	if err := unix.ClockGettime(int32(^pid)<<3|2, &ts); err == nil { // MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
 		return time.Duration(ts.Nano()), nil
 	}
-	_, ticks, err := procStat(pid)
-	const hz = 100 // USER_HZ
-	return time.Duration(ticks) * time.Second / hz, err
+	u, err := benchutil.ReadProc(pid)
+	return benchutil.TicksDuration(u.Ticks), err
 }
 
 // waitApplied waits for the NodeNetTuning's status to report rev applied.
@@ -176,7 +176,7 @@ func waitApplied(ctx context.Context, c client.Client, rev string, timeout time.
 // the benchmark's network namespace, and measures it.
 func measureFootprint(c client.Client, o footprintOptions) (footprint, error) {
 	ctx := context.Background()
-	f := footprint{Where: "host", Arch: runtime.GOARCH, Kernel: kernelRelease(), IdleWindow: o.window, Applies: o.applies}
+	f := footprint{Where: "host", Arch: runtime.GOARCH, Kernel: benchutil.KernelRelease(), IdleWindow: o.window, Applies: o.applies}
 	old := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: "bench-node"}}
 	if err := c.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
 		return f, err

@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/node-agent/agent"
 	"github.com/nettune/nettune/node-agent/kernel"
@@ -175,30 +176,6 @@ func measureApply(n, runs int) (result, error) {
 	return res, nil
 }
 
-// procStat returns RSS (bytes) and utime+stime (clock ticks) of pid.
-func procStat(pid int) (int64, int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	var rss int64
-	for _, l := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			f := strings.Fields(l)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			rss = kb * 1024
-		}
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	stt, _ := strconv.ParseInt(f[12], 10, 64)
-	return rss, ut + stt, nil
-}
-
 type idle struct {
 	rss        int64
 	cpuPercent float64
@@ -242,20 +219,19 @@ func measureIdle(root string, window time.Duration) (idle, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second) // settle
-	_, t0, err := procStat(cmd.Process.Pid)
+	u0, err := benchutil.ReadProc(cmd.Process.Pid)
 	if err != nil {
 		return idle{}, err
 	}
 	start := time.Now()
 	time.Sleep(window)
-	rss, t1, err := procStat(cmd.Process.Pid)
+	u1, err := benchutil.ReadProc(cmd.Process.Pid)
 	if err != nil {
 		return idle{}, err
 	}
 	elapsed := time.Since(start)
-	const hz = 100 // USER_HZ
-	cpu := float64(t1-t0) / hz / elapsed.Seconds() * 100
-	return idle{rss: rss, cpuPercent: cpu, window: elapsed, applied: "idle-r1"}, nil
+	cpu := benchutil.TicksDuration(u1.Ticks-u0.Ticks).Seconds() / elapsed.Seconds() * 100
+	return idle{rss: u1.RSS, cpuPercent: cpu, window: elapsed, applied: "idle-r1"}, nil
 }
 
 func run() error {
@@ -319,7 +295,7 @@ func run() error {
 
 func writeDoc(root string, rs []result, id idle) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Node agent benchmark\n\nProduced by `make bench-agent` on %s (%d CPUs, kernel %s). ", time.Now().UTC().Format("2006-01-02"), numCPU(), kernelRelease())
+	fmt.Fprintf(&b, "# Node agent benchmark\n\nProduced by `make bench-agent` on %s (%d CPUs, kernel %s). ", time.Now().UTC().Format("2006-01-02"), numCPU(), benchutil.KernelRelease())
 	b.WriteString("Apply = the whole transaction of `Engine.Apply` (preflight, snapshot, journal fsync, netlink writes with one RTAX_LOCK mask each, tcp_metrics flush, read-back verification, last-known-good fsync); post-apply probes are excluded (their window is a fixed wait, 500 ms by default). Every run alternates between two metric sets so every route is rewritten. 30 measured runs after 2 warm-ups, in a network namespace created by the benchmark.\n\n")
 	b.WriteString("| routes | apply+verify median | p95 | read-back verify alone (median) | target |\n|---|---|---|---|---|\n")
 	for _, r := range rs {
@@ -346,9 +322,4 @@ func numCPU() int {
 	out, _ := exec.Command("nproc").Output()
 	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	return n
-}
-
-func kernelRelease() string {
-	out, _ := exec.Command("uname", "-r").Output()
-	return strings.TrimSpace(string(out))
 }

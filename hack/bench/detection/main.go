@@ -63,6 +63,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -493,7 +494,9 @@ func (b *bench) trial(i int, a arm, canary []string) (trial, error) {
 		}
 	}
 	sort.Strings(baseline)
-	t.load = loadavg()
+	if t.load = benchutil.Loadavg(); t.load == "" {
+		t.load = "?"
+	}
 
 	results := map[string]v1alpha1.AnalysisResult{}
 	counters := b.snapshot()
@@ -597,16 +600,4 @@ func enough(r *analysis.JudgeResult) bool {
 		}
 	}
 	return true
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

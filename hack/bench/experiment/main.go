@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -495,17 +496,10 @@ func writeReport(c config, trials []trial, adopted *adoption, took time.Duration
 			msgs = append(msgs, fmt.Sprintf("%s %d", arm, t.messages[arm]))
 		}
 		fmt.Fprintf(&s, "| %d %s | %s | %s | %s | %s | %s | %s | %s | %v | %v |\n", i+1, t.set, strings.Join(t.ranking, ", "), strings.Join(shares, "; "), t.winner,
-			orDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree, t.agreeSeparated)
+			benchutil.OrDash(strings.Join(stopped, ", ")), strings.Join(phys, ", "), strings.Join(rto, ", "), strings.Join(msgs, ", "), t.agree, t.agreeSeparated)
 	}
 	if adopted != nil {
 		writeAdoption(&s, adopted)
 	}
 	return os.WriteFile(c.out, []byte(s.String()), 0o644)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -90,11 +90,11 @@ func TestTinyHub(t *testing.T) {
 			t.Fatalf("%s: metrics unreadable: %s %s", s.name, ph.reqErr, ph.cmErr)
 		}
 		works, status := ph.nettuneWrites()
-		apiWorks := ph.requests.writes("manifestworks") - ph.requests.countVerb("DELETE", "manifestworks")
+		apiWorks := ph.requests.Writes("manifestworks") - countVerb(ph.requests, "DELETE", "manifestworks")
 		if works != apiWorks {
 			t.Errorf("%s: the controller counted %.0f work writes, the API server %.0f", s.name, works, apiWorks)
 		}
-		if got := ph.requests.writes("manifestworks/status"); got != float64(ph.simWrites) {
+		if got := ph.requests.Writes("manifestworks/status"); got != float64(ph.simWrites) {
 			t.Errorf("%s: the agent wrote %d statuses, the API server counted %.0f", s.name, ph.simWrites, got)
 		}
 		// Every cluster moves (its vehicles get the new revision); each

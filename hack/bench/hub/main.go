@@ -50,6 +50,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // scenarioNames are the scenarios in the order they run.
@@ -143,23 +145,11 @@ func parseFlags(args []string) (config, error) {
 	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 || c.applyDelay < 0 || c.settle < 0 {
 		return c, errors.New("-workers, -idle, -max-wait and -progress must be positive, -apply-delay and -settle not negative")
 	}
-	c.command = strings.TrimSpace("cd hack/bench && go run ./hub " + shellJoin(args))
+	c.command = strings.TrimSpace("cd hack/bench && go run ./hub " + benchutil.ShellJoin(args))
 	return c, nil
 }
 
 func (c config) runs(scenario string) bool { return slices.Contains(c.scenarios, scenario) }
-
-// shellJoin writes args as a shell would need them typed.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
-}
 
 // parseSizes reads a comma-separated list of positive cluster counts.
 func parseSizes(s string) ([]int, error) {

@@ -34,6 +34,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/scheme"
 )
@@ -136,11 +137,11 @@ func prepare(c config) (environment, error) {
 // measured, also when it failed (err).
 func runSize(ctx context.Context, c config, env environment, clusters int, w io.Writer) *result {
 	r := &result{clusters: clusters, vehicles: clusters * c.vehicles, began: time.Now(), controller: env.controller,
-		loadStart: loadavg(), busyStart: busiest(6)}
+		loadStart: benchutil.Loadavg(), busyStart: benchutil.Busiest(6)}
 	if err := measure(ctx, c, env, r, w); err != nil {
 		r.err = err.Error()
 	}
-	r.took, r.loadEnd = time.Since(r.began), loadavg()
+	r.took, r.loadEnd = time.Since(r.began), benchutil.Loadavg()
 	if r.logPath != "" {
 		r.logErrors = logErrors(r.logPath)
 	}
@@ -180,7 +181,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	if err != nil {
 		return err
 	}
-	if err := createNamespace(ctx, cl, namespace); err != nil {
+	if err := benchutil.CreateNamespace(ctx, cl, namespace); err != nil {
 		return err
 	}
 	say("creating %d ManagedClusters (Available) and their namespaces, %d vehicles each", r.clusters, c.vehicles)
@@ -218,21 +219,22 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 		r.simWrites, r.simConflicts, r.simFailures, r.simLastErr = agent.writes.Load(), agent.conflicts.Load(), agent.failures.Load(), agent.lastError()
 	}()
 
-	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"))
+	ctrl, err := benchutil.StartController(benchutil.ControllerOptions{Name: "hub controller", Bin: env.controller, Kubeconfig: cp.Kubeconfig,
+		LogPath: filepath.Join(dir, "controller.log"), Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false"}})
 	if err != nil {
 		return err
 	}
-	r.logPath = ctrl.logPath
-	defer ctrl.stop()
+	r.logPath = ctrl.LogPath
+	defer ctrl.Stop()
 	api, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
 		return err
 	}
 	m := &meter{ctrl: ctrl, api: api, host: cp.Config.Host, agent: agent,
-		cpPIDs: append(findProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), findProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
+		cpPIDs: append(benchutil.FindProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), benchutil.FindProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
 	start := m.read(ctx)
-	say("hub controller started (pid %d, log %s)", ctrl.pid, ctrl.logPath)
-	if err := ctrl.waitStarted(ctx, c.maxWait); err != nil {
+	say("hub controller started (pid %d, log %s)", ctrl.PID, ctrl.LogPath)
+	if err := ctrl.WaitStarted(ctx, c.maxWait, hubController); err != nil {
 		return err
 	}
 	r.setup = m.phase("setup", start, m.read(ctx))
@@ -242,7 +244,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 
 // meter takes the readings phases are computed from.
 type meter struct {
-	ctrl   *controllerProc
+	ctrl   *benchutil.Controller
 	cpPIDs []int
 	api    *http.Client
 	host   string
@@ -252,9 +254,9 @@ type meter struct {
 // reading is the state at one moment.
 type reading struct {
 	at       time.Time
-	proc     procUsage
+	proc     benchutil.Usage
 	cpTicks  int64
-	requests requestCounts
+	requests benchutil.RequestCounts
 	reqErr   error
 	cm       ctrlMetrics
 	cmErr    error
@@ -267,10 +269,10 @@ type reading struct {
 
 func (m *meter) read(ctx context.Context) reading {
 	r := reading{at: time.Now()}
-	r.proc, _ = readProc(m.ctrl.pid)
-	r.cpTicks = ticksOf(m.cpPIDs)
-	r.requests, r.reqErr = apiserverRequests(ctx, m.api, m.host)
-	r.cm, r.cmErr = controllerMetrics(ctx, m.ctrl.metricsURL)
+	r.proc, _ = benchutil.ReadProc(m.ctrl.PID)
+	r.cpTicks = benchutil.TicksOf(m.cpPIDs)
+	r.requests, r.reqErr = benchutil.APIServerRequests(ctx, m.api, m.host)
+	r.cm, r.cmErr = controllerMetrics(ctx, m.ctrl.MetricsURL)
 	r.writes, r.confl = m.agent.writes.Load(), m.agent.conflicts.Load()
 	r.moves, r.vehMoved = m.agent.moves.Load(), m.agent.vehiclesMoved.Load()
 	r.still = [3]int64{m.agent.stillContent.Load(), m.agent.stillShare.Load(), m.agent.stillOther.Load()}
@@ -281,10 +283,10 @@ func (m *meter) read(ctx context.Context) reading {
 type phase struct {
 	name     string
 	took     time.Duration
-	cpu      time.Duration // the hub controller's (user + system)
-	hwm, rss int64         // its peak RSS so far and RSS at the end
-	cpCPU    time.Duration // kube-apiserver's and etcd's
-	requests requestCounts // nil when unreadable (reqErr)
+	cpu      time.Duration           // the hub controller's (user + system)
+	hwm, rss int64                   // its peak RSS so far and RSS at the end
+	cpCPU    time.Duration           // kube-apiserver's and etcd's
+	requests benchutil.RequestCounts // nil when unreadable (reqErr)
 	reqErr   string
 	// workWrites is the controller's nettune_hub_work_writes_total
 	// increase by verb; reconciles, reconcileS and reconcileErrors the hub
@@ -305,9 +307,9 @@ type phase struct {
 }
 
 func (m *meter) phase(name string, a, b reading) phase {
-	p := phase{name: name, took: b.at.Sub(a.at), cpu: ticksDuration(b.proc.ticks - a.proc.ticks), hwm: b.proc.hwm, rss: b.proc.rss,
-		cpCPU: ticksDuration(b.cpTicks - a.cpTicks), simWrites: b.writes - a.writes, simConflicts: b.confl - a.confl,
-		moves: b.moves - a.moves, vehiclesMoved: b.vehMoved - a.vehMoved, loadEnd: loadavg()}
+	p := phase{name: name, took: b.at.Sub(a.at), cpu: benchutil.TicksDuration(b.proc.Ticks - a.proc.Ticks), hwm: b.proc.HWM, rss: b.proc.RSS,
+		cpCPU: benchutil.TicksDuration(b.cpTicks - a.cpTicks), simWrites: b.writes - a.writes, simConflicts: b.confl - a.confl,
+		moves: b.moves - a.moves, vehiclesMoved: b.vehMoved - a.vehMoved, loadEnd: benchutil.Loadavg()}
 	for i := range p.still {
 		p.still[i] = b.still[i] - a.still[i]
 	}
@@ -317,7 +319,7 @@ func (m *meter) phase(name string, a, b reading) phase {
 	case b.reqErr != nil:
 		p.reqErr = b.reqErr.Error()
 	default:
-		p.requests = b.requests.minus(a.requests)
+		p.requests = b.requests.Minus(a.requests)
 	}
 	switch {
 	case a.cmErr != nil:
@@ -341,7 +343,7 @@ func (p phase) nettuneWrites() (works, status float64) {
 	for _, v := range p.workWrites {
 		works += v
 	}
-	return works, p.requests.writes("nettuningprofiles/status")
+	return works, p.requests.Writes("nettuningprofiles/status")
 }
 
 // printSummary prints one size's outcome.
@@ -349,19 +351,11 @@ func printSummary(w io.Writer, r *result) {
 	for _, s := range r.scenarios {
 		works, status := s.phase.nettuneWrites()
 		fmt.Fprintf(w, "bench-hub: %d clusters %s: %s; first %s, all %s; controller CPU %.1fs, peak RSS %d MiB; nettune %0.f work + %0.f status writes, OCM %d, clusters moved %d\n",
-			r.clusters, s.name, s.outcome(), round(s.first), round(s.all), s.phase.cpu.Seconds(), s.phase.hwm>>20, works, status, s.phase.simWrites, s.phase.moves)
+			r.clusters, s.name, s.outcome(), benchutil.Round(s.first), benchutil.Round(s.all), s.phase.cpu.Seconds(), s.phase.hwm>>20, works, status, s.phase.simWrites, s.phase.moves)
 	}
 	if r.idle != nil {
-		fmt.Fprintf(w, "bench-hub: %d clusters idle: %.2f %% of a core over %s\n", r.clusters, pct(r.idle.cpu, r.idle.took), round(r.idle.took))
+		fmt.Fprintf(w, "bench-hub: %d clusters idle: %.2f %% of a core over %s\n", r.clusters, pct(r.idle.cpu, r.idle.took), benchutil.Round(r.idle.took))
 	}
-}
-
-// round rounds a duration for display.
-func round(d time.Duration) time.Duration {
-	if d < 10*time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 // pct is cpu as a percentage of one core over took.

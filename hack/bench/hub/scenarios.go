@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // profileName is the hub profile every scenario edits.
@@ -131,7 +132,7 @@ type bench struct {
 	c        config
 	cl       client.Client
 	tr       *tracker
-	ctrl     *controllerProc
+	ctrl     *benchutil.Controller
 	agent    *workAgent
 	m        *meter
 	vehicles int
@@ -223,7 +224,7 @@ func (b *bench) scenarios(ctx context.Context, r *result) error {
 		a := b.m.read(ctx)
 		err := st.run(ctx, s)
 		if err == nil && s.done && b.c.settle > 0 {
-			err = sleep(ctx, b.c.settle)
+			err = benchutil.Sleep(ctx, b.c.settle)
 		}
 		s.phase = b.m.phase(st.name, a, b.m.read(ctx))
 		if err != nil {
@@ -238,12 +239,12 @@ func (b *bench) scenarios(ctx context.Context, r *result) error {
 	}
 	b.say("idle for %s", b.c.idle)
 	a := b.m.read(ctx)
-	if err := sleep(ctx, b.c.idle); err != nil {
+	if err := benchutil.Sleep(ctx, b.c.idle); err != nil {
 		return err
 	}
 	idle := b.m.phase("idle", a, b.m.read(ctx))
 	r.idle = &idle
-	return b.ctrl.alive()
+	return b.ctrl.Alive()
 }
 
 // edit changes the profile (creates it when absent) and returns when the
@@ -286,8 +287,8 @@ func (b *bench) wait(ctx context.Context, what string, t0 time.Time, w *waiter) 
 			return false, ctx.Err()
 		case <-deadline.C:
 			return false, nil
-		case <-b.ctrl.exited:
-			return false, b.ctrl.alive()
+		case <-b.ctrl.Exited():
+			return false, b.ctrl.Alive()
 		case <-tick.C:
 			if p := b.tr.latest(); p != nil {
 				st := p.Status
@@ -296,7 +297,7 @@ func (b *bench) wait(ctx context.Context, what string, t0 time.Time, w *waiter) 
 					step = fmt.Sprint(*st.CurrentStep)
 				}
 				b.say("%s (%s): phase %s step %s, %d/%d vehicles verified the new revision, %d on what the hub assigns; %d OCM status writes",
-					what, round(time.Since(t0)), st.Phase, step, st.Vehicles.Verified, st.Vehicles.Total, clustersVerified(p), b.agent.writes.Load())
+					what, benchutil.Round(time.Since(t0)), st.Phase, step, st.Vehicles.Verified, st.Vehicles.Total, clustersVerified(p), b.agent.writes.Load())
 			}
 		}
 	}
@@ -329,7 +330,7 @@ func (b *bench) timed(ctx context.Context, s *scenario, t0 time.Time, seen, firs
 		return nil
 	}
 	s.first = first.at.Sub(t0)
-	b.say("%s: %s after %s", s.name, s.firstWhat, round(s.first))
+	b.say("%s: %s after %s", s.name, s.firstWhat, benchutil.Round(s.first))
 	if ok, err = b.wait(ctx, s.name, t0, all); err != nil {
 		return err
 	}
@@ -341,7 +342,7 @@ func (b *bench) timed(ctx context.Context, s *scenario, t0 time.Time, seen, firs
 	if p := b.tr.latest(); p != nil {
 		s.revision, s.stable = p.Status.CurrentRevision, p.Status.StableRevision
 	}
-	b.say("%s: %s after %s", s.name, s.allWhat, round(s.all))
+	b.say("%s: %s after %s", s.name, s.allWhat, benchutil.Round(s.all))
 	return nil
 }
 
@@ -411,7 +412,7 @@ func (b *bench) rollback(ctx context.Context, s *scenario) error {
 	}
 	s.first = paused.at.Sub(t0)
 	rev, stable := b.tr.latest().Status.CurrentRevision, b.tr.latest().Status.StableRevision
-	b.say("%s: %s after %s; aborting %s", s.name, s.firstWhat, round(s.first), rev)
+	b.say("%s: %s after %s; aborting %s", s.name, s.firstWhat, benchutil.Round(s.first), rev)
 	back := b.tr.when(func(p *v1alpha1.NetTuningProfile) bool {
 		st := p.Status
 		return st.Phase == v1alpha1.PhaseRolledBack && st.FailedRevision == rev && st.StableRevision == stable &&
@@ -432,6 +433,6 @@ func (b *bench) rollback(ctx context.Context, s *scenario) error {
 		return nil
 	}
 	s.all, s.done, s.revision, s.stable = back.at.Sub(t1), true, rev, stable
-	b.say("%s: %s after %s", s.name, s.allWhat, round(s.all))
+	b.say("%s: %s after %s", s.name, s.allWhat, benchutil.Round(s.all))
 	return nil
 }

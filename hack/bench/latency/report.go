@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/test/testbed"
 )
 
@@ -286,10 +287,7 @@ func (r *report) markdown() string {
 	var s strings.Builder
 	host, _ := os.Hostname()
 	_ = host
-	kernel := "unknown"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = strings.TrimSpace(string(b))
-	}
+	kernel := benchutil.KernelRelease()
 	perArm := 0
 	for _, a := range r.arms {
 		if perArm == 0 || len(a.D) < perArm {

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/node-agent/agent"
 )
 
@@ -122,7 +123,7 @@ func (a *agents) refreshPeriod() time.Duration {
 func (a *agents) start(ctx context.Context) error {
 	if a.mode == modeLease {
 		var done atomic.Int64
-		err := parallel(ctx, len(a.nodes), a.workers, func(k int) error {
+		err := benchutil.Parallel(ctx, len(a.nodes), a.workers, func(k int) error {
 			err := a.renew(ctx, a.nodes[k])
 			if n := done.Add(1); a.progress != nil {
 				a.progress(int(n))
@@ -237,14 +238,14 @@ func (a *agents) fail(err error) {
 }
 
 // errorSummary lists the failures by kind, most frequent first.
-func (a *agents) errorSummary() []kindCount {
+func (a *agents) errorSummary() []benchutil.KindCount {
 	a.errMu.Lock()
 	defer a.errMu.Unlock()
-	out := make([]kindCount, 0, len(a.errs))
+	out := make([]benchutil.KindCount, 0, len(a.errs))
 	for k, v := range a.errs {
-		out = append(out, kindCount{k, float64(v)})
+		out = append(out, benchutil.KindCount{Kind: k, Count: float64(v)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].count > out[j].count })
+	sort.Slice(out, func(i, j int) bool { return out[i].Count > out[j].Count })
 	return out
 }
 

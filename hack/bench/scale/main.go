@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // Liveness protocols of the simulated agents.
@@ -190,20 +191,8 @@ func parseFlags(args []string) (config, error) {
 	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 {
 		return c, errors.New("-agent-workers, -idle, -max-wait and -progress must be positive")
 	}
-	c.command = strings.TrimSpace("cd hack/bench && go run ./scale " + shellJoin(args))
+	c.command = strings.TrimSpace("cd hack/bench && go run ./scale " + benchutil.ShellJoin(args))
 	return c, nil
-}
-
-// shellJoin writes args as a shell would need them typed.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "" || strings.ContainsAny(a, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 // parseSizes reads a comma-separated list of positive node counts.

@@ -20,6 +20,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // phase is what one phase cost.
@@ -36,7 +38,7 @@ type phase struct {
 	// requests are the kube-apiserver's apiserver_request_total increases
 	// (every client: the controller, the simulated agents, this program);
 	// nil when its metrics could not be read (reqErr says why).
-	requests requestCounts
+	requests benchutil.RequestCounts
 	reqErr   string
 	// reconciles are controller_runtime_reconcile_total increases by
 	// controller; nil when unreadable.
@@ -59,9 +61,9 @@ type meter struct {
 // reading is the meter's state at one moment.
 type reading struct {
 	at         time.Time
-	ctrl       procUsage
+	ctrl       benchutil.Usage
 	cpTicks    int64
-	requests   requestCounts
+	requests   benchutil.RequestCounts
 	reqErr     error
 	reconciles map[string]float64
 	writes     int64
@@ -71,9 +73,9 @@ type reading struct {
 // read takes a reading.
 func (m *meter) read(ctx context.Context) reading {
 	r := reading{at: time.Now()}
-	r.ctrl, _ = readProc(m.controllerPID)
-	r.cpTicks = ticksOf(m.cpPIDs)
-	r.requests, r.reqErr = apiserverRequests(ctx, m.api, m.host)
+	r.ctrl, _ = benchutil.ReadProc(m.controllerPID)
+	r.cpTicks = benchutil.TicksOf(m.cpPIDs)
+	r.requests, r.reqErr = benchutil.APIServerRequests(ctx, m.api, m.host)
 	r.reconciles, _ = reconcileCounts(ctx, m.metricsURL)
 	if m.agents != nil {
 		r.writes, r.conflicts = m.agents.writes.Load(), m.agents.conflicts.Load()
@@ -81,15 +83,12 @@ func (m *meter) read(ctx context.Context) reading {
 	return r
 }
 
-// ticksDuration converts clock ticks to time.
-func ticksDuration(t int64) time.Duration { return time.Duration(t) * time.Second / clockTicks }
-
 // phase is what happened between two readings.
 func (m *meter) phase(name string, a, b reading) phase {
 	p := phase{
 		name: name, took: b.at.Sub(a.at),
-		cpu: ticksDuration(b.ctrl.ticks - a.ctrl.ticks), hwm: b.ctrl.hwm, rss: b.ctrl.rss,
-		cpCPU:     ticksDuration(b.cpTicks - a.cpTicks),
+		cpu: benchutil.TicksDuration(b.ctrl.Ticks - a.ctrl.Ticks), hwm: b.ctrl.HWM, rss: b.ctrl.RSS,
+		cpCPU:     benchutil.TicksDuration(b.cpTicks - a.cpTicks),
 		simWrites: b.writes - a.writes, simConflicts: b.conflicts - a.conflicts,
 	}
 	switch {
@@ -98,7 +97,7 @@ func (m *meter) phase(name string, a, b reading) phase {
 	case b.reqErr != nil:
 		p.reqErr = b.reqErr.Error()
 	default:
-		p.requests = b.requests.minus(a.requests)
+		p.requests = b.requests.Minus(a.requests)
 	}
 	if a.reconciles != nil && b.reconciles != nil {
 		p.reconciles = map[string]float64{}

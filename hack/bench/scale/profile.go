@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // profiler takes CPU profiles of the controller and the kube-apiserver at
@@ -75,7 +77,7 @@ func (p *profiler) start(ctx context.Context, name string) {
 		go func() {
 			defer p.wg.Done()
 			// The profile is answered after p.length: allow a minute more.
-			body, err := fetchWithin(ctx, t.c, t.url, p.length+time.Minute)
+			body, err := benchutil.FetchWithin(ctx, t.c, t.url, p.length+time.Minute)
 			if err == nil {
 				err = os.WriteFile(path, body, 0o644)
 			}
@@ -98,9 +100,9 @@ func (p *profiler) sampleHeap(ctx context.Context, slug string) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		if u, err := readProc(p.pid); err == nil && u.rss > peak+peak/20 {
-			if err := p.heapProfile(ctx, path, fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files)", u.rss>>20, u.file>>20)); err == nil {
-				peak = u.rss
+		if u, err := benchutil.ReadProc(p.pid); err == nil && u.RSS > peak+peak/20 {
+			if err := p.heapProfile(ctx, path, fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files)", u.RSS>>20, u.File>>20)); err == nil {
+				peak = u.RSS
 			}
 		}
 		select {
@@ -117,7 +119,7 @@ func (p *profiler) sampleHeap(ctx context.Context, slug string) {
 // memStats is the controller's runtime.MemStats as /debug/pprof/heap?debug=1
 // prints them ("" when unreadable).
 func (p *profiler) memStats(ctx context.Context) string {
-	body, err := fetchWithin(ctx, http.DefaultClient, p.controller+"/heap?debug=1", time.Minute)
+	body, err := benchutil.FetchWithin(ctx, http.DefaultClient, p.controller+"/heap?debug=1", time.Minute)
 	if err != nil {
 		return ""
 	}
@@ -130,7 +132,7 @@ func (p *profiler) memStats(ctx context.Context) string {
 // heapProfile writes the controller's heap profile into path and, beside
 // it (.txt), rss, the time and the controller's runtime.MemStats.
 func (p *profiler) heapProfile(ctx context.Context, path, rss string) error {
-	body, err := fetchWithin(ctx, http.DefaultClient, p.controller+"/heap", time.Minute)
+	body, err := benchutil.FetchWithin(ctx, http.DefaultClient, p.controller+"/heap", time.Minute)
 	if err != nil {
 		return err
 	}
@@ -152,8 +154,8 @@ func (p *profiler) end(ctx context.Context, name string) {
 	slug := strings.ReplaceAll(name, " ", "-")
 	path := filepath.Join(p.dir, slug+"-controller-heap-end.pprof")
 	rss := "RSS unreadable"
-	if u, err := readProc(p.pid); err == nil {
-		rss = fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files), peak %d MiB", u.rss>>20, u.file>>20, u.hwm>>20)
+	if u, err := benchutil.ReadProc(p.pid); err == nil {
+		rss = fmt.Sprintf("RSS %d MiB (%d MiB of it mapped files), peak %d MiB", u.RSS>>20, u.File>>20, u.HWM>>20)
 	}
 	if err := p.heapProfile(ctx, path, rss); err != nil {
 		p.say("heap profile of the controller: %v", err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // mib is a mebibyte.
@@ -59,7 +60,7 @@ func markdown(c config, results []*result, began time.Time) string {
 	var b strings.Builder
 	b.WriteString("# Fleet scale benchmark: the controller against simulated agents\n\n")
 	fmt.Fprintf(&b, "Produced by `%s` (`make bench-scale` runs it with `BENCH_SCALE_ARGS`; in effect: `%s`) on %s UTC: %d CPUs (%s), %s, kernel %s. ",
-		c.command, strings.Join(flagsOf(c), " "), began.UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), cpuModel(), runtime.Version(), kernelRelease())
+		c.command, strings.Join(flagsOf(c), " "), began.UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), benchutil.CPUModel(), runtime.Version(), benchutil.KernelRelease())
 	planned := 0
 	for _, n := range c.sizes {
 		for _, m := range c.modes {
@@ -264,7 +265,7 @@ func writesPerNodeMinute(p *phase, nodes int) float64 {
 	if p.requests == nil {
 		return -1
 	}
-	return p.requests.total(isWrite) / float64(nodes) / p.took.Minutes()
+	return p.requests.Total(benchutil.IsWrite) / float64(nodes) / p.took.Minutes()
 }
 
 // writesCell shows the idle writes per node per minute and the two largest
@@ -278,11 +279,11 @@ func writesCell(r *result) string {
 		return "unmeasured"
 	}
 	var parts []string
-	for i, k := range r.idle.requests.byKind(isWrite) {
+	for i, k := range r.idle.requests.ByKind(benchutil.IsWrite) {
 		if i == 2 {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f", k.kind, k.count/float64(r.nodes)/r.idle.took.Minutes()))
+		parts = append(parts, fmt.Sprintf("%s %.2f", k.Kind, k.Count/float64(r.nodes)/r.idle.took.Minutes()))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("%.2f", w)
@@ -295,7 +296,7 @@ func conflicts(p *phase) float64 {
 	if p.requests == nil {
 		return -1
 	}
-	return p.requests.total(isConflict)
+	return p.requests.Total(benchutil.IsConflict)
 }
 
 // conflictsCell shows the 409s of the scenarios and of the idle phase.
@@ -401,7 +402,7 @@ func writeGoals(b *strings.Builder, c config, results []*result) {
 			if g.timed && r.floor.ran {
 				floor = pairCell(r.floor)
 			}
-			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), orDash(measured), verdict, alone, floor)
+			fmt.Fprintf(b, "| %s | %d nodes, %s | %s | %s | %s | %s |\n", g.text, r.nodes, modeCell(r), benchutil.OrDash(measured), verdict, alone, floor)
 		}
 		if n == 0 {
 			why := "not measured: no run of that size"
@@ -429,7 +430,7 @@ func containsSize(sizes []int, nodes, hosts int) bool {
 func writeDetail(b *strings.Builder, r *result) {
 	fmt.Fprintf(b, "## %d nodes, %s protocol\n\n", r.nodes, modeCell(r))
 	fmt.Fprintf(b, "%d vehicles x %d hosts; Nodes created in %s; the run took %s; load average %s at its start, %s at its end.\n\n",
-		r.vehicles, r.hosts, fmtDur(r.created), r.took.Round(time.Second), orDash(r.loadStart), orDash(r.loadEnd))
+		r.vehicles, r.hosts, fmtDur(r.created), r.took.Round(time.Second), benchutil.OrDash(r.loadStart), benchutil.OrDash(r.loadEnd))
 	if r.err != "" {
 		fmt.Fprintf(b, "**The run stopped early**: %s\n\n", r.err)
 	}
@@ -458,7 +459,7 @@ func writeScenarioTimes(b *strings.Builder, r *result) {
 			fmt.Fprintf(b, "- %s: not run.\n", name)
 			return
 		}
-		fmt.Fprintf(b, "- %s (revision `%s`): %s %s, %s %s, %s %s", name, orDash(s.revision), first, fmtDur(s.first), all, fmtDur(s.all), settled, fmtDur(s.settled))
+		fmt.Fprintf(b, "- %s (revision `%s`): %s %s, %s %s, %s %s", name, benchutil.OrDash(s.revision), first, fmtDur(s.first), all, fmtDur(s.all), settled, fmtDur(s.settled))
 		if !s.done {
 			fmt.Fprintf(b, "; **%s**", s.note)
 		}
@@ -491,7 +492,7 @@ func requestsCell(p *phase) string {
 	if p.requests == nil {
 		return "unmeasured (" + p.reqErr + ")"
 	}
-	return fmt.Sprintf("%.0f (%.0f)", p.requests.total(nil), p.requests.total(isWrite))
+	return fmt.Sprintf("%.0f (%.0f)", p.requests.Total(nil), p.requests.Total(benchutil.IsWrite))
 }
 
 // conflictsOf is a phase's 409s by verb and resource.
@@ -499,15 +500,15 @@ func conflictsOf(p *phase) string {
 	if p.requests == nil {
 		return "-"
 	}
-	ks := p.requests.byKind(isConflict)
+	ks := p.requests.ByKind(benchutil.IsConflict)
 	if len(ks) == 0 {
 		return "0"
 	}
 	var parts []string
 	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k.kind, k.count))
+		parts = append(parts, fmt.Sprintf("%s %.0f", k.Kind, k.Count))
 	}
-	return fmt.Sprintf("%.0f: %s", p.requests.total(isConflict), strings.Join(parts, ", "))
+	return fmt.Sprintf("%.0f: %s", p.requests.Total(benchutil.IsConflict), strings.Join(parts, ", "))
 }
 
 // topRequests are a phase's n most frequent kinds of request.
@@ -516,11 +517,11 @@ func topRequests(p *phase, n int) string {
 		return "-"
 	}
 	var parts []string
-	for i, k := range p.requests.byKind(nil) {
+	for i, k := range p.requests.ByKind(nil) {
 		if i == n {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %.0f", k.kind, k.count))
+		parts = append(parts, fmt.Sprintf("%s %.0f", k.Kind, k.Count))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -555,7 +556,7 @@ func writeLogSummary(b *strings.Builder, r *result) {
 					fmt.Fprintf(b, "- ... and %d more kinds\n", len(r.log.errors)-10)
 					break
 				}
-				fmt.Fprintf(b, "- %.0f x `%s`\n", e.count, strings.ReplaceAll(e.kind, "`", "'"))
+				fmt.Fprintf(b, "- %.0f x `%s`\n", e.Count, strings.ReplaceAll(e.Kind, "`", "'"))
 			}
 		}
 	}
@@ -564,7 +565,7 @@ func writeLogSummary(b *strings.Builder, r *result) {
 		if i == 5 {
 			break
 		}
-		fmt.Fprintf(b, "\n- %.0f x `%s`", e.count, strings.ReplaceAll(e.kind, "`", "'"))
+		fmt.Fprintf(b, "\n- %.0f x `%s`", e.Count, strings.ReplaceAll(e.Kind, "`", "'"))
 	}
 	b.WriteString("\n\n")
 }
@@ -579,7 +580,7 @@ func printSummary(w io.Writer, r *result) {
 		if i == 5 {
 			break
 		}
-		fmt.Fprintf(w, "     %.0f x %s\n", e.count, e.kind)
+		fmt.Fprintf(w, "     %.0f x %s\n", e.Count, e.Kind)
 	}
 }
 
@@ -587,7 +588,7 @@ func printSummary(w io.Writer, r *result) {
 func errorLines(s logSummary) int {
 	n := 0
 	for _, e := range s.errors {
-		n += int(e.count)
+		n += int(e.Count)
 	}
 	return n
 }
@@ -597,15 +598,7 @@ func fmtDur(d time.Duration) string {
 	if d == 0 {
 		return "-"
 	}
-	return round(d).String()
-}
-
-// orDash is s, or "-" when empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return benchutil.Round(d).String()
 }
 
 // sortedKeys are a map's keys, sorted.
@@ -616,40 +609,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// cpuModel is the first CPU's model name.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown model"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown model"
-}
-
-// kernelRelease is the running kernel's release.
-func kernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// loadavg is the 1, 5 and 15 minute load averages.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -34,6 +34,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -59,7 +60,7 @@ type result struct {
 	idle       *phase
 	logPath    string
 	log        logSummary
-	simErrors  []kindCount
+	simErrors  []benchutil.KindCount
 	simWrites  int64
 	simFailed  int64
 	err        string // what stopped the run early ("" when it ran to the end)
@@ -146,9 +147,9 @@ func prepare(c config) (environment, error) {
 // plane. The result holds whatever was measured, also when it fails.
 func runOne(ctx context.Context, c config, env environment, nodes int, renew time.Duration, mode string, w io.Writer) (*result, error) {
 	vehicles := nodes / c.hosts
-	r := &result{nodes: vehicles * c.hosts, vehicles: vehicles, hosts: c.hosts, mode: mode, renew: renew, began: time.Now(), controller: env.controller, loadStart: loadavg()}
+	r := &result{nodes: vehicles * c.hosts, vehicles: vehicles, hosts: c.hosts, mode: mode, renew: renew, began: time.Now(), controller: env.controller, loadStart: benchutil.Loadavg()}
 	err := measure(ctx, c, env, r, w)
-	r.took, r.loadEnd = time.Since(r.began), loadavg()
+	r.took, r.loadEnd = time.Since(r.began), benchutil.Loadavg()
 	if err != nil {
 		r.err = err.Error()
 	}
@@ -186,7 +187,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	if err := createNamespace(ctx, cl); err != nil {
+	if err := benchutil.CreateNamespace(ctx, cl, namespace); err != nil {
 		return err
 	}
 	say("creating %d nodes (%d vehicles x %d hosts)", r.nodes, r.vehicles, r.hosts)
@@ -195,23 +196,24 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 		return err
 	}
 	r.created = time.Since(t)
-	say("%d nodes created in %s", r.nodes, round(r.created))
+	say("%d nodes created in %s", r.nodes, benchutil.Round(r.created))
 
-	ctrl, err := startController(env.controller, cp.Kubeconfig, filepath.Join(dir, "controller.log"), c.profile > 0 || c.heap, c.ctrlEnv)
+	ctrl, err := benchutil.StartController(benchutil.ControllerOptions{Bin: env.controller, Kubeconfig: cp.Kubeconfig, LogPath: filepath.Join(dir, "controller.log"),
+		Args: []string{"--namespace", namespace, "--leader-elect=false"}, Pprof: c.profile > 0 || c.heap, Env: c.ctrlEnv})
 	if err != nil {
 		return err
 	}
-	r.logPath = ctrl.logPath
-	defer ctrl.stop()
+	r.logPath = ctrl.LogPath
+	defer ctrl.Stop()
 	api, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
 		return fmt.Errorf("kube-apiserver HTTP client: %w", err)
 	}
-	m := &meter{controllerPID: ctrl.pid, api: api, host: cp.Config.Host, metricsURL: ctrl.metricsURL,
-		cpPIDs: append(findProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), findProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
+	m := &meter{controllerPID: ctrl.PID, api: api, host: cp.Config.Host, metricsURL: ctrl.MetricsURL,
+		cpPIDs: append(benchutil.FindProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), benchutil.FindProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
 	start := m.read(ctx)
-	say("controller started (pid %d, log %s); waiting for its workers", ctrl.pid, ctrl.logPath)
-	if err := ctrl.waitStarted(ctx, c.maxWait); err != nil {
+	say("controller started (pid %d, log %s); waiting for its workers", ctrl.PID, ctrl.LogPath)
+	if err := ctrl.WaitStarted(ctx, c.maxWait, controllersStarted...); err != nil {
 		return err
 	}
 
@@ -230,7 +232,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	b := &bench{c: c, cl: cl, ag: ag, tr: tr, ctrl: ctrl, total: r.nodes, label: label, w: w, unreachableAfter: unreachableAfter(r.renew)}
 	var prof *profiler
 	if c.profile > 0 || c.heap {
-		prof = &profiler{dir: dir, length: c.profile, heap: c.heap, pid: ctrl.pid, api: api, apiHost: cp.Config.Host, controller: ctrl.pprofURL, say: say}
+		prof = &profiler{dir: dir, length: c.profile, heap: c.heap, pid: ctrl.PID, api: api, apiHost: cp.Config.Host, controller: ctrl.PprofURL, say: say}
 	}
 	err = scenarios(ctx, b, m, r, prof)
 	prof.wait()

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -118,7 +119,7 @@ func checkResult(t *testing.T, r *result, report string) {
 	counted := -1.0
 	for _, p := range r.phases {
 		if p.name == "smallest writes (no controller)" && p.requests != nil {
-			counted = p.requests.total(func(k reqKey) bool { return k.verb == "PUT" && k.resource == "leases" && k.code == "200" })
+			counted = p.requests.Total(func(k benchutil.RequestKey) bool { return k.Verb == "PUT" && k.Resource == "leases" && k.Code == "200" })
 		}
 	}
 	if r.mode == modeLease && counted < float64(2*r.nodes) {

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
 // profileName is the profile every scenario edits.
@@ -65,11 +66,11 @@ type bench struct {
 	c    config
 	cl   client.Client
 	tr   *tracker
-	ctrl *controllerProc
+	ctrl *benchutil.Controller
 	// ctrlStopped: the writes-alone scenario stopped the controller.
 	ctrlStopped bool
 	// ctrlLast is the controller's usage when the writes alone stopped it.
-	ctrlLast procUsage
+	ctrlLast benchutil.Usage
 	// ag are the simulated agents (the writes alone pause their reports and
 	// reads their informer cache).
 	ag    *agents
@@ -123,7 +124,7 @@ func (b *bench) wait(ctx context.Context, what string, t0 time.Time, check func(
 		if done {
 			return false, nil
 		}
-		if err := b.ctrl.alive(); err != nil && !b.ctrlStopped {
+		if err := b.ctrl.Alive(); err != nil && !b.ctrlStopped {
 			return false, err
 		}
 		now := time.Now()
@@ -134,7 +135,7 @@ func (b *bench) wait(ctx context.Context, what string, t0 time.Time, check func(
 			b.say(t0, "%s: %d/%d verified%s", what, n, b.total, note)
 			nextLine = now.Add(b.c.progress)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := benchutil.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return false, err
 		}
 	}
@@ -201,7 +202,7 @@ func (b *bench) allAtOnce(ctx context.Context) (scenario, error) {
 		return s, nil
 	}
 	s.done = true
-	b.say(t0, "first revision, all at once: first node verified after %s, every node after %s", round(s.first), round(s.all))
+	b.say(t0, "first revision, all at once: first node verified after %s, every node after %s", benchutil.Round(s.first), benchutil.Round(s.all))
 	return s, nil
 }
 
@@ -230,7 +231,7 @@ func (b *bench) staged(ctx context.Context) (scenario, error) {
 		return s, nil
 	}
 	s.done = true
-	b.say(t0, "staged rollout: first canary vehicle verified after %s, every node after %s", round(s.first), round(s.all))
+	b.say(t0, "staged rollout: first canary vehicle verified after %s, every node after %s", benchutil.Round(s.first), benchutil.Round(s.all))
 	return s, nil
 }
 
@@ -268,7 +269,7 @@ func (b *bench) rollback(ctx context.Context) (scenario, error) {
 	}
 	s.first = time.Since(t0)
 	s.moved = b.tr.count(s.revision)
-	b.say(t0, "rollback: %d/%d nodes verified the new revision after %s; aborting", s.moved, b.total, round(s.first))
+	b.say(t0, "rollback: %d/%d nodes verified the new revision after %s; aborting", s.moved, b.total, benchutil.Round(s.first))
 	return s, b.abort(ctx, &s)
 }
 
@@ -307,7 +308,7 @@ func (b *bench) abort(ctx context.Context, s *scenario) error {
 		return nil
 	}
 	s.done = true
-	b.say(t0, "rollback: every node back on the stable revision %s after %s (RolledBack after %s)", stable, round(s.all), round(s.settled))
+	b.say(t0, "rollback: every node back on the stable revision %s after %s (RolledBack after %s)", stable, benchutil.Round(s.all), benchutil.Round(s.settled))
 	return nil
 }
 
@@ -357,32 +358,24 @@ func (b *bench) edit(ctx context.Context, mutate func(*v1alpha1.NetTuningProfile
 
 // idle waits -settle, then measures -idle with nothing to do.
 func (b *bench) idle(ctx context.Context, m *meter) (phase, error) {
-	if err := sleep(ctx, b.c.settle); err != nil {
+	if err := benchutil.Sleep(ctx, b.c.settle); err != nil {
 		return phase{}, err
 	}
 	a := m.read(ctx)
 	t0 := time.Now()
 	every := max(b.c.progress, 30*time.Second)
 	for left := b.c.idle; left > 0; left = b.c.idle - time.Since(t0) {
-		if err := sleep(ctx, min(every, left)); err != nil {
+		if err := benchutil.Sleep(ctx, min(every, left)); err != nil {
 			return phase{}, err
 		}
-		if err := b.ctrl.alive(); err != nil {
+		if err := b.ctrl.Alive(); err != nil {
 			return phase{}, err
 		}
 		if time.Since(t0) < b.c.idle {
-			b.say(t0, "idle: %s of %s", round(time.Since(t0)), b.c.idle)
+			b.say(t0, "idle: %s of %s", benchutil.Round(time.Since(t0)), b.c.idle)
 		}
 	}
 	return m.phase("idle", a, m.read(ctx)), nil
-}
-
-// round rounds a duration for display: to 10 ms under 10 s, else to 100 ms.
-func round(d time.Duration) time.Duration {
-	if d < 10*time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(100 * time.Millisecond)
 }
 
 // controllerFieldManager is the field manager of the controller's writes
@@ -402,7 +395,7 @@ const controllerFieldManager = "nettune-controller"
 func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, error) {
 	s := scenario{ran: true, revision: profileName + "-alone"}
 	last := m.read(ctx)
-	b.ctrl.stop()
+	b.ctrl.Stop()
 	b.ctrlStopped, b.ctrlLast = true, last.ctrl
 	b.ag.paused.Store(true)
 	defer b.ag.paused.Store(false)
@@ -433,7 +426,7 @@ func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, err
 		patches[i] = raw
 	}
 	t0 := time.Now()
-	err := parallel(ctx, len(patches), b.c.workers, func(i int) error {
+	err := benchutil.Parallel(ctx, len(patches), b.c.workers, func(i int) error {
 		nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: nnts.Items[i].Name}}
 		// The patch answers with the object as stored: the new generation.
 		if err := b.cl.Patch(ctx, nnt, client.RawPatch(types.MergePatchType, patches[i]), client.FieldOwner(controllerFieldManager)); err != nil {
@@ -460,7 +453,7 @@ func (b *bench) writesAlone(ctx context.Context, m *meter) (scenario, phase, err
 		b.timedOut(&s, s.verified)
 	} else {
 		s.done = true
-		b.say(t0, "writes alone (no controller): every node's two writes answered after %s, every node seen verified after %s", round(s.first), round(s.all))
+		b.say(t0, "writes alone (no controller): every node's two writes answered after %s, every node seen verified after %s", benchutil.Round(s.first), benchutil.Round(s.all))
 	}
 	return s, m.phase("writes alone (no controller)", a, z), nil
 }
@@ -482,7 +475,7 @@ func (b *bench) smallestWrites(ctx context.Context, m *meter) (scenario, phase, 
 	var renewed [2]atomic.Int64
 	t0 := time.Now()
 	for round := range renewed {
-		err := parallel(ctx, len(nodes), b.c.workers, func(i int) error {
+		err := benchutil.Parallel(ctx, len(nodes), b.c.workers, func(i int) error {
 			if err := b.ag.renew(ctx, nodes[i]); err != nil {
 				return fmt.Errorf("smallest writes: renewing the Lease of %s: %w", nodes[i], err)
 			}
@@ -505,6 +498,6 @@ func (b *bench) smallestWrites(ctx context.Context, m *meter) (scenario, phase, 
 	} else {
 		s.note = fmt.Sprintf("%d/%d nodes renewed twice", s.verified, b.total)
 	}
-	b.say(t0, "smallest writes (no controller): every node's Lease renewed once after %s, twice after %s", round(s.first), round(s.all))
+	b.say(t0, "smallest writes (no controller): every node's Lease renewed once after %s, twice after %s", benchutil.Round(s.first), benchutil.Round(s.all))
 	return s, m.phase("smallest writes (no controller)", a, z), nil
 }

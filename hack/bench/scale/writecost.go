@@ -40,6 +40,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -193,7 +194,7 @@ func measureWrites(ctx context.Context, c config, dir string, r *wcResult) (err 
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	if err := createNamespace(ctx, cl); err != nil {
+	if err := benchutil.CreateNamespace(ctx, cl, namespace); err != nil {
 		return err
 	}
 	if r.v.alter != nil {
@@ -209,18 +210,18 @@ func measureWrites(ctx context.Context, c config, dir string, r *wcResult) (err 
 	if err := warm(ctx, cl, r.v.kind); err != nil {
 		return err
 	}
-	pids := append(findProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), findProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)
+	pids := append(benchutil.FindProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), benchutil.FindProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)
 	if len(pids) < 2 {
 		return fmt.Errorf("found %d of the kube-apiserver and etcd processes", len(pids))
 	}
 	n := c.wcWrites
 	writes := wcWrites(cl, r.v, n)
 	for k, write := range writes {
-		c0, t0 := ticksOf(pids), time.Now()
-		if err := parallel(ctx, n, c.workers, write); err != nil {
+		c0, t0 := benchutil.TicksOf(pids), time.Now()
+		if err := benchutil.Parallel(ctx, n, c.workers, write); err != nil {
 			return fmt.Errorf("%s: %w", r.ops[k], err)
 		}
-		took, cpu := time.Since(t0), ticksDuration(ticksOf(pids)-c0)
+		took, cpu := time.Since(t0), benchutil.TicksDuration(benchutil.TicksOf(pids)-c0)
 		r.samples[k] = append(r.samples[k], wcSample{cpu: cpu / time.Duration(n), rate: float64(n) / took.Seconds()})
 	}
 	return r.stored(ctx, cl)
@@ -407,7 +408,7 @@ func alterCRD(ctx context.Context, cl client.Client, alter func(map[string]any) 
 	}
 	// The handler is rebuilt shortly after the update; the proof after the
 	// measurement checks that the writes met the new schema.
-	return sleep(ctx, 3*time.Second)
+	return benchutil.Sleep(ctx, 3*time.Second)
 }
 
 // waitFor polls ok every 200 ms for up to a minute.
@@ -416,7 +417,7 @@ func waitFor(ctx context.Context, what string, ok func() bool) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("waiting for %s: timed out", what)
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := benchutil.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -565,7 +566,7 @@ func writeCostMarkdown(c config, results []*wcResult, began time.Time) string {
 	var b strings.Builder
 	b.WriteString("# Write cost: what one write of each object costs the control plane\n\n")
 	fmt.Fprintf(&b, "Produced by `%s` (`make bench-writes`) on %s UTC: %d CPUs (%s), %s, kernel %s. The run took **%s**.\n\n",
-		c.command, began.UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), cpuModel(), runtime.Version(), kernelRelease(), time.Since(began).Round(time.Second))
+		c.command, began.UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), benchutil.CPUModel(), runtime.Version(), benchutil.KernelRelease(), time.Since(began).Round(time.Second))
 	fmt.Fprintf(&b, "Each object is measured on a fresh kube-apiserver and etcd (`bin/`, `internal/localcp`, the CRDs of `config/crd/bases`) with nothing else running: %d objects, each write made once per object, %d at a time, in the order of the columns; per write the CPU time kube-apiserver and etcd used (utime + stime from /proc, divided by %d) and the writes answered per second. %d rounds go through every object in turn; a cell is the median of the rounds, the CPU's range over them in brackets. The NodeNetTunings are host 0's of a vehicle, as the controller renders the scale benchmark's profile (cwnd locked, rto_min on every host pair: one route and one peer per other host), created and spec-patched with the controller's field manager and reported on as the agent reports a verified apply (`verifiedStatus` of the scale benchmark: conditions Applied, Verified, Degraded, RolledBack, Drifted and one item per route). The \"what if\" rows change the NodeNetTuning CRD in the running API server before the writes; after them the change is proven to have been in force (no CEL rules: a route with host bits set is accepted; map-keyed lists: managedFields name routes by destination and conditions by type).\n\n",
 		c.wcWrites, c.workers, c.wcWrites, c.wcRounds)
 	b.WriteString("| object | stored size, of which managedFields (entries) | create | status write (the agent's verified report; minimal CR: its status) | heartbeat refresh (status, lastHeartbeatTime only) | spec patch (the controller's, a new revision) / Lease renewal |\n|---|---|---|---|---|---|\n")
