@@ -53,6 +53,10 @@ func main() {
 	}
 }
 
+// walkthrough is the story told once the fleet is up; the tests replace it
+// to bring a fleet up and down quickly.
+var walkthrough = (*demo).walkthrough
+
 type options struct {
 	exit     bool
 	stateDir string
@@ -71,7 +75,7 @@ func run(out io.Writer, args []string) error {
 	fs := flag.NewFlagSet("nettune-demo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.BoolVar(&o.exit, "exit", false, "take everything down after the walkthrough instead of waiting for Ctrl-C")
-	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(root, ".nettune", "demo"), "kubeconfig, logs, Loki and Prometheus data (emptied first)")
+	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(root, ".nettune", "demo"), "kubeconfig, logs, Loki and Prometheus data (emptied first; only the logs are kept at exit); the lock is <state-dir>.lock")
 	fs.IntVar(&o.vehicles, "vehicles", 4, "simulated vehicles (3 hosts each)")
 	fs.BoolVar(&o.skipBad, "skip-bad", false, "skip the bad edit and its automatic rollback")
 	if err := fs.Parse(args); err != nil {
@@ -80,16 +84,20 @@ func run(out io.Writer, args []string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the simulated vehicles are network namespaces: run as root")
 	}
-	if err := os.RemoveAll(o.stateDir); err != nil {
+	o.stateDir = filepath.Clean(o.stateDir)
+
+	// Signals first: a Ctrl-C from here on takes down what was made.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	ledger, release, err := claim(out, o.stateDir)
+	if err != nil {
 		return err
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	d := &demo{out: out, root: root, ctx: ctx, began: time.Now()}
+	defer release()
+	d := &demo{out: out, root: root, ctx: ctx, began: time.Now(), ledger: ledger}
 
 	d.section("starting the fleet: control plane, Loki, Prometheus, controller, %d vehicles x 3 hosts", o.vehicles)
-	f, err := fleet.Start(ctx, fleet.Options{Dir: o.stateDir, Vehicles: fleet.DefaultVehicles(o.vehicles), Topics: fleet.DemoTopics, Progress: out})
+	f, err := fleet.Start(ctx, fleet.Options{Dir: o.stateDir, Vehicles: fleet.DefaultVehicles(o.vehicles), Topics: fleet.DemoTopics, Progress: out, Ledger: ledger})
 	if err != nil {
 		return err
 	}
@@ -108,7 +116,7 @@ func run(out io.Writer, args []string) error {
 	fmt.Fprintf(out, "    xavier-b and xavier-c write %d KB each over TCP into xavier-a every %s (incast),\n", fleet.IncastBytes>>10, fleet.IncastEvery)
 	fmt.Fprintf(out, "    and send %d KB each of UDP into xavier-a at once every %s (the busy port drops, whatever the tuning)\n", fleet.FloodBytes>>10, fleet.FloodEvery)
 
-	if err := d.walkthrough(o); err != nil {
+	if err := walkthrough(d, o); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -127,11 +135,12 @@ func run(out io.Writer, args []string) error {
 }
 
 type demo struct {
-	out   io.Writer
-	root  string
-	ctx   context.Context
-	f     *fleet.Fleet
-	began time.Time
+	out    io.Writer
+	root   string
+	ctx    context.Context
+	f      *fleet.Fleet
+	ledger *fleet.Ledger
+	began  time.Time
 
 	applied, firstCanary, fleetVerified, badApplied, badDecided time.Time
 	// goodOutcome and badOutcome are what was observed at the end of stages
@@ -177,7 +186,7 @@ func (d *demo) sh(name string, args ...string) error {
 	fmt.Fprintf(d.out, "\n$ %s %s\n", name, strings.Join(args, " "))
 	cmd := d.command(name, args...)
 	cmd.Stdout, cmd.Stderr = d.out, d.out
-	return cmd.Run()
+	return fleet.DieWithProcess(cmd, cmd.Run)
 }
 
 // command is name (kubectl, kubectl nettune and helm from bin/) run in the
@@ -204,14 +213,15 @@ func (d *demo) command(name string, args ...string) *exec.Cmd {
 func (d *demo) installWarnings() error {
 	d.section("admission warnings: the chart's policy for risky but legal profiles")
 	fmt.Fprintf(d.out, "\n$ helm template nettune charts/nettune --show-only templates/profile-warnings.yaml | kubectl apply -f -\n")
-	manifest, err := d.command("helm", "template", "nettune", "charts/nettune",
-		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml").Output()
-	if err != nil {
+	render := d.command("helm", "template", "nettune", "charts/nettune",
+		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml")
+	var manifest []byte
+	if err := fleet.DieWithProcess(render, func() (err error) { manifest, err = render.Output(); return err }); err != nil {
 		return fmt.Errorf("rendering the chart's profile warnings: %w", err)
 	}
 	apply := d.command("kubectl", "apply", "-f", "-")
 	apply.Stdin, apply.Stdout, apply.Stderr = bytes.NewReader(manifest), d.out, d.out
-	if err := apply.Run(); err != nil {
+	if err := fleet.DieWithProcess(apply, apply.Run); err != nil {
 		return fmt.Errorf("installing the profile warnings: %w", err)
 	}
 	// The API server compiles a new policy in the background: a server-side
@@ -245,10 +255,22 @@ func (d *demo) follow(done func(*v1alpha1.NetTuningProfile) bool, timeout time.D
 		watch = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), "status", profile, "--watch", "--min-interval", "2s")
 		watch.Env = append(os.Environ(), "KUBECONFIG="+d.f.CP.Kubeconfig)
 		watch.Stdout, watch.Stderr = d.out, d.out
-		if err := watch.Start(); err != nil {
+		started, done := make(chan error, 1), make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = fleet.DieWithProcess(watch, func() error {
+				err := watch.Start()
+				started <- err
+				if err != nil {
+					return err
+				}
+				return watch.Wait()
+			})
+		}()
+		if err := <-started; err != nil {
 			return nil, err
 		}
-		defer func() { _ = watch.Process.Signal(os.Interrupt); _ = watch.Wait() }()
+		defer func() { _ = watch.Process.Signal(os.Interrupt); <-done }()
 	}
 	deadline := time.Now().Add(timeout)
 	last := ""

@@ -82,6 +82,10 @@ type Options struct {
 	Loki *testenv.Loki
 	// NoPrometheus starts no Prometheus (analyses then read Loki only).
 	NoPrometheus bool
+	// Ledger, when set, records what the fleet makes outside this process
+	// as it makes it — its child processes, network namespaces and iptables
+	// rules — so that ClearLedger can remove what a killed run left.
+	Ledger *Ledger
 }
 
 // DefaultVehicles is four Xavier vehicles of three hosts.
@@ -112,6 +116,9 @@ type Fleet struct {
 	agentPorts map[string]int      // metrics port by node name
 	agentArgs  map[string][]string // extra arguments by node name
 	controller *proc
+	// rules are the iptables rules CutAPIServer inserted and not yet
+	// removed (Close removes them), by their text.
+	rules map[string][]string
 	// sharedCP and sharedLoki were handed in (Options): Close leaves them.
 	sharedCP, sharedLoki bool
 }
@@ -149,7 +156,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
-		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}}
+		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}, rules: map[string][]string{}}
 	defer func() {
 		if err != nil {
 			_ = f.Close()
@@ -160,9 +167,14 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if o.ControlPlane != nil {
 		f.CP, f.sharedCP = o.ControlPlane, true
 	} else {
-		f.CP, err = localcp.Start(filepath.Join(o.Dir, "controlplane"))
+		// etcd and kube-apiserver die with this process, as the other
+		// services do (startProc, testenv).
+		f.CP, err = localcp.StartWith(localcp.Options{StateDir: filepath.Join(o.Dir, "controlplane"), DieWithProcess: true})
 		if err != nil {
 			return nil, fmt.Errorf("control plane: %w", err)
+		}
+		if err := o.Ledger.Children(); err != nil {
+			return nil, err
 		}
 		f.progress("    kube-apiserver and etcd up in %s (kubeconfig %s)", time.Since(began).Round(time.Millisecond), f.CP.Kubeconfig)
 	}
@@ -174,6 +186,8 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if o.Loki != nil {
 		f.Loki, f.sharedLoki = o.Loki, true
 	} else if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
+		return nil, err
+	} else if err := o.Ledger.Children(); err != nil {
 		return nil, err
 	}
 	var nodes []string
@@ -197,6 +211,9 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		if f.Prometheus, err = testenv.RunPrometheus(filepath.Join(o.Dir, "prometheus"), targets); err != nil {
 			return nil, err
 		}
+		if err := o.Ledger.Children(); err != nil {
+			return nil, err
+		}
 		f.progress("    Loki %s and Prometheus %s up in %s", f.Loki.URL, f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
 	}
 
@@ -207,6 +224,13 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 			return nil, fmt.Errorf("vehicle %s: %w", vs.Name, err)
 		}
 		f.Vehicles[vs.Name] = v
+		nss := []string{v.Switch}
+		for _, h := range v.Hosts {
+			nss = append(nss, h.Netns)
+		}
+		if err := o.Ledger.Netns(nss...); err != nil {
+			return nil, err
+		}
 		for _, h := range v.Hosts {
 			if err := f.registerNode(ctx, vs, h); err != nil {
 				return nil, err
@@ -271,6 +295,9 @@ func (f *Fleet) StartAgents(vehicle string) error {
 			return fmt.Errorf("agent %s: %w", node, err)
 		}
 		f.agents[node] = p
+		if err := f.opts.Ledger.Process(p.cmd.Process.Pid, "nettune-agent "+node); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -358,27 +385,46 @@ func (f *Fleet) APIServerAddress() (string, error) {
 // connections, with a TCP reset (so every client sees "connection refused"
 // or "connection reset", from the agents, the controller, kubectl and the
 // caller alike). etcd and the API server keep running. The returned function
-// removes the rule; it is safe to call twice.
+// removes the rule; it is safe to call twice, and Close removes a rule still
+// in place. The rule carries the comment "nettune-fleet pid <pid>" and is
+// recorded in the ledger (Options.Ledger) before it is inserted.
 func (f *Fleet) CutAPIServer() (restore func() error, err error) {
 	addr, err := f.APIServerAddress()
 	if err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	rule := []string{"OUTPUT", "-p", "tcp", "-d", host, "--dport", port, "-j", "REJECT", "--reject-with", "tcp-reset"}
-	if out, err := exec.Command("iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("iptables -I %s: %w: %s", strings.Join(rule, " "), err, out)
+	rule := []string{"OUTPUT", "-p", "tcp", "-d", host, "--dport", port,
+		"-m", "comment", "--comment", fmt.Sprintf("nettune-fleet pid %d", os.Getpid()),
+		"-j", "REJECT", "--reject-with", "tcp-reset"}
+	if err := f.opts.Ledger.IptablesRule(rule); err != nil {
+		return nil, err
 	}
+	if err := iptables(append([]string{"-I"}, rule...)...); err != nil {
+		return nil, err
+	}
+	key := strings.Join(rule, " ")
+	f.mu.Lock()
+	f.rules[key] = rule
+	f.mu.Unlock()
 	var once sync.Once
 	var restoreErr error
 	return func() error {
-		once.Do(func() {
-			if out, err := exec.Command("iptables", append([]string{"-D"}, rule...)...).CombinedOutput(); err != nil {
-				restoreErr = fmt.Errorf("iptables -D %s: %w: %s", strings.Join(rule, " "), err, out)
-			}
-		})
+		once.Do(func() { restoreErr = f.removeRule(key) })
 		return restoreErr
 	}, nil
+}
+
+// removeRule deletes a rule CutAPIServer inserted, if still in place.
+func (f *Fleet) removeRule(key string) error {
+	f.mu.Lock()
+	rule, ok := f.rules[key]
+	delete(f.rules, key)
+	f.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return iptables(append([]string{"-D"}, rule...)...)
 }
 
 func (f *Fleet) env() []string {
@@ -398,14 +444,15 @@ func (f *Fleet) startController() error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	f.controller = p
-	return nil
+	return f.opts.Ledger.Process(p.cmd.Process.Pid, "nettune-controller")
 }
 
 // Kubectl runs bin/kubectl against the fleet's control plane.
 func (f *Fleet) Kubectl(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, f.bin("kubectl"), append([]string{"--kubeconfig", f.CP.Kubeconfig}, args...)...)
 	cmd.Dir = f.root
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	err := DieWithProcess(cmd, func() (err error) { out, err = cmd.CombinedOutput(); return err })
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
@@ -415,7 +462,8 @@ func (f *Fleet) Kubectl(ctx context.Context, args ...string) (string, error) {
 // Plugin runs bin/kubectl-nettune against the fleet's control plane.
 func (f *Fleet) Plugin(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, f.bin("kubectl-nettune"), append(args, "--kubeconfig", f.CP.Kubeconfig)...)
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	err := DieWithProcess(cmd, func() (err error) { out, err = cmd.CombinedOutput(); return err })
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl nettune %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
@@ -467,9 +515,19 @@ func (f *Fleet) Evidence(ctx context.Context) string {
 	return b.String()
 }
 
-// Close stops everything and removes every namespace; safe to call twice.
+// Close stops everything and removes every namespace and every iptables
+// rule CutAPIServer left in place; safe to call twice.
 func (f *Fleet) Close() error {
 	var errs []error
+	f.mu.Lock()
+	var rules []string
+	for key := range f.rules {
+		rules = append(rules, key)
+	}
+	f.mu.Unlock()
+	for _, key := range rules {
+		errs = append(errs, f.removeRule(key))
+	}
 	f.mu.Lock()
 	if f.controller != nil {
 		f.controller.stop()
@@ -492,6 +550,26 @@ func (f *Fleet) Close() error {
 		f.CP = nil
 	}
 	return errors.Join(errs...)
+}
+
+// DieWithProcess runs do, which starts cmd and waits for it, so that cmd is
+// killed if this process dies first, even by kill -9: cmd gets Pdeathsig
+// SIGKILL, and do runs on an OS thread locked until it returns, since the
+// kernel sends the signal when the thread that forked the child ends (and
+// Go ends threads of its own accord otherwise). The thread ends with do.
+func DieWithProcess(cmd *exec.Cmd, do func() error) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, after do
+		// has waited for the child.
+		runtime.LockOSThread()
+		errc <- do()
+	}()
+	return <-errc
 }
 
 // proc is a child process in its own process group, logging to a file.

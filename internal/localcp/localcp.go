@@ -23,7 +23,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,6 +54,25 @@ type ControlPlane struct {
 	Client     client.Client
 	Scheme     *runtime.Scheme
 	Kubeconfig string // path of an admin kubeconfig for kubectl
+
+	tempDir  string        // the state directory Start made itself; Stop removes it
+	release  chan struct{} // closed by Stop: ends the thread that forked etcd and kube-apiserver (DieWithProcess)
+	stopOnce sync.Once
+}
+
+// Options configure StartWith.
+type Options struct {
+	// StateDir receives the admin kubeconfig (a temporary directory, removed
+	// by Stop, when empty).
+	StateDir string
+	// DieWithProcess makes etcd and kube-apiserver die with this process,
+	// however it ends (kill -9 included), as the other services of the
+	// fleet and the demo do: they are started through util-linux's
+	// `setpriv --pdeathsig KILL` (envtest sets no parent-death signal
+	// itself), forked from an OS thread locked until Stop, since the kernel
+	// sends the signal when the forking thread ends, not the process.
+	// Without setpriv they are started as by Start.
+	DieWithProcess bool
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from the
@@ -78,8 +101,15 @@ func Scheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // Start starts etcd and kube-apiserver from <root>/bin (or KUBEBUILDER_ASSETS),
 // installs the CRDs from <root>/config/crd/bases and writes an admin
-// kubeconfig into stateDir (a temporary directory when empty).
+// kubeconfig into stateDir (a temporary directory, removed by Stop, when
+// empty).
 func Start(stateDir string) (*ControlPlane, error) {
+	return StartWith(Options{StateDir: stateDir})
+}
+
+// StartWith is Start with options.
+func StartWith(o Options) (_ *ControlPlane, err error) {
+	stateDir := o.StateDir
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -107,24 +137,36 @@ func Start(stateDir string) (*ControlPlane, error) {
 		// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT still overrides it.
 		ControlPlaneStartTimeout: startTimeout(),
 	}
-	cfg, err := env.Start()
+	cp := &ControlPlane{Env: env, Scheme: scheme}
+	if stateDir == "" {
+		if stateDir, err = os.MkdirTemp("", "nettune-cp-"); err != nil {
+			return nil, fmt.Errorf("creating state directory: %w", err)
+		}
+		cp.tempDir = stateDir
+	}
+	defer func() {
+		if err != nil && cp.tempDir != "" {
+			_ = os.RemoveAll(cp.tempDir)
+		}
+	}()
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state directory: %w", err)
+	}
+	start := env.Start
+	if o.DieWithProcess {
+		if start, err = cp.dieWithProcess(assets, stateDir); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := start()
 	if err != nil {
+		cp.releaseThread()
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	cp := &ControlPlane{Env: env, Config: cfg, Scheme: scheme}
+	cp.Config = cfg
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		_ = cp.Stop()
 		return nil, fmt.Errorf("creating client: %w", err)
-	}
-	if stateDir == "" {
-		if stateDir, err = os.MkdirTemp("", "nettune-cp-"); err != nil {
-			_ = cp.Stop()
-			return nil, fmt.Errorf("creating state directory: %w", err)
-		}
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		_ = cp.Stop()
-		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
 	user, err := env.AddUser(envtest.User{Name: "nettune-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -144,12 +186,75 @@ func Start(stateDir string) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// Stop stops kube-apiserver and etcd and removes their data.
+// dieWithProcess points envtest at wrappers (in stateDir/bin) that exec
+// etcd and kube-apiserver under `setpriv --pdeathsig KILL`, and returns the
+// start to call instead of env.Start: on an OS thread locked until Stop.
+func (cp *ControlPlane) dieWithProcess(assets, stateDir string) (func() (*rest.Config, error), error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return cp.Env.Start, nil
+	}
+	dir := filepath.Join(stateDir, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	wrap := func(name string) (string, error) {
+		path := filepath.Join(dir, name)
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", shellQuote(setpriv), shellQuote(filepath.Join(assets, name)))
+		return path, os.WriteFile(path, []byte(script), 0o755)
+	}
+	etcd, err := wrap("etcd")
+	if err != nil {
+		return nil, err
+	}
+	apiserver, err := wrap("kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	cp.Env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
+	cp.Env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserver}
+	cp.release = make(chan struct{})
+	return func() (*rest.Config, error) {
+		type result struct {
+			cfg *rest.Config
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			// Never unlocked: the thread ends with this goroutine, once Stop
+			// has stopped etcd and kube-apiserver (or they failed to start).
+			goruntime.LockOSThread()
+			cfg, err := cp.Env.Start()
+			done <- result{cfg, err}
+			<-cp.release
+		}()
+		r := <-done
+		return r.cfg, r.err
+	}, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (cp *ControlPlane) releaseThread() {
+	cp.stopOnce.Do(func() {
+		if cp.release != nil {
+			close(cp.release)
+		}
+	})
+}
+
+// Stop stops kube-apiserver and etcd and removes their data (and the state
+// directory when Start made it).
 func (cp *ControlPlane) Stop() error {
 	if cp == nil || cp.Env == nil {
 		return nil
 	}
-	if err := cp.Env.Stop(); err != nil {
+	err := cp.Env.Stop()
+	cp.releaseThread()
+	if cp.tempDir != "" {
+		_ = os.RemoveAll(cp.tempDir)
+	}
+	if err != nil {
 		return fmt.Errorf("stopping control plane: %w", err)
 	}
 	return nil
