@@ -79,7 +79,9 @@ test-kernels: ## The agent's kernel-level tests inside the fleet's kernels under
 
 .PHONY: test-node
 test-node: ## The chart on a real node alone (root): kubelet, containerd, runc and a bridge CNI start the agent DaemonSet and the controller from images built here; then the node restarts and boots from last-known-good.
-	NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/node/ -count=1 -v -timeout 30m
+	@# The node's namespace, veth and addresses are the machine's (internal/testnode):
+	@# a second run on this machine waits for the first instead of tearing it down.
+	flock /run/lock/nettune-test-node.lock env NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/node/ -count=1 -v -timeout 30m
 
 .PHONY: node
 node: deps tools ## A real node for a human (root): control plane, containerd and a kubelet in a network namespace, the images imported; prints the kubeconfig and how to install the chart, and runs until Ctrl-C.
