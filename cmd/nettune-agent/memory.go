@@ -18,7 +18,9 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,6 +51,14 @@ func smallFootprint() {
 	if off, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0); err == nil && off == 0 {
 		if unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) == nil {
 			_ = unix.Exec("/proc/self/exe", os.Args, os.Environ())
+		}
+	}
+	// An exec of /proc/self/exe names the process "exe" (ps, top,
+	// /proc/<pid>/comm): it takes back its own name. Written through
+	// /proc/self/comm, which is the main thread's whichever thread writes.
+	if comm, err := os.ReadFile("/proc/self/comm"); err == nil && strings.TrimSpace(string(comm)) == "exe" {
+		if name := filepath.Base(os.Args[0]); name != "exe" && name != "." && name != "/" {
+			_ = os.WriteFile("/proc/self/comm", []byte(name), 0)
 		}
 	}
 	if os.Getenv("GOGC") == "" {
