@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -192,7 +193,28 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err := phase("kubelet, node Ready", func() error { return n.StartKubelet(ctx) }); err != nil {
 		return n, err
 	}
+	// A workload needs the controller manager's controllers (the DaemonSet
+	// and Deployment controllers create the pods), which start only after
+	// each has its own service account client; on a loaded machine that
+	// has been seen to take minutes, which a caller's wait for its pods
+	// would otherwise count as its own.
+	if err := phase("controller manager's controllers running", func() error { return n.controllersRunning(ctx) }); err != nil {
+		return n, err
+	}
 	return n, nil
+}
+
+// controllersRunning waits until the controller manager has started its
+// controllers: the service account controller's "default" ServiceAccount
+// and the root CA publisher's ConfigMap in the default namespace.
+func (n *Node) controllersRunning(ctx context.Context) error {
+	return n.waitFor(ctx, "the controller manager's controllers", 10*time.Minute, []string{"kube-controller-manager"}, func() error {
+		if _, err := n.Clientset.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := n.Clientset.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	})
 }
 
 // run runs a command to completion, returning its combined output in the error.

@@ -104,12 +104,28 @@ func TestChartOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("starting the node: %v", err)
 	}
+	// The node's logs are kept when the test fails (or when asked), outside
+	// the directory its cleanup removes.
+	keep := filepath.Join(root, ".nettune", "node-test-logs")
+	_ = os.RemoveAll(keep)
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("NETTUNE_NODE_KEEP_LOGS") != "" {
 			for _, p := range []string{"kubelet", "containerd", "kube-controller-manager"} {
 				t.Logf("--- last lines of %s's log:\n%s", p, n.LogTail(p, 25))
 			}
+			if err := os.CopyFS(keep, os.DirFS(n.Path("logs"))); err != nil {
+				t.Logf("keeping the node's logs: %v", err)
+			} else {
+				t.Logf("the node's logs are kept in %s", keep)
+			}
 		}
+		defer func() {
+			// The failure again, last: a log tail of the node would
+			// otherwise bury it.
+			if failure != "" {
+				t.Logf("failed: %s", failure)
+			}
+		}()
 		stop := time.Now()
 		if err := n.Stop(); err != nil {
 			t.Errorf("stopping the node: %v", err)
@@ -467,6 +483,10 @@ func readSysctl(t *testing.T, netns string) string {
 	return strings.TrimSpace(out)
 }
 
+// failure is what the last failed wait found; the cleanup repeats it
+// after the node's logs.
+var failure string
+
 // stuck is an error waiting cannot cure: a container that cannot start.
 type stuck struct{ error }
 
@@ -484,6 +504,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Durati
 			if report != nil {
 				msg += "\n" + report()
 			}
+			failure = msg
 			t.Fatal(msg)
 		}
 		time.Sleep(time.Second)
