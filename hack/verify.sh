@@ -23,9 +23,9 @@ restore() {
 status=0
 make --no-print-directory generate >/dev/null
 for p in "${generated[@]}"; do
-  if ! diff -ruN "$snap/$p" "$p" >/tmp/nettune-verify.diff 2>&1; then
+  if ! diff -ruN "$snap/$p" "$p" >"$snap/.diff" 2>&1; then
     echo "verify: $p is out of date or was edited by hand; run 'make generate'" >&2
-    head -n 40 /tmp/nettune-verify.diff >&2
+    head -n 40 "$snap/.diff" >&2
     status=1
   fi
 done
@@ -54,9 +54,9 @@ if ! (cd hack/bench && go mod tidy -diff >/dev/null 2>&1); then
   status=1
 fi
 
-if ! make --no-print-directory lint >/tmp/nettune-lint.txt 2>&1; then
+if ! make --no-print-directory lint >"$snap/.lint" 2>&1; then
   echo "verify: golangci-lint found problems (make lint):" >&2
-  tail -n 40 /tmp/nettune-lint.txt >&2
+  tail -n 40 "$snap/.lint" >&2
   status=1
 fi
 

@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -198,7 +199,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	// each has its own service account client; on a loaded machine that
 	// has been seen to take minutes, which a caller's wait for its pods
 	// would otherwise count as its own.
-	if err := phase("controller manager's controllers running", func() error { return n.controllersRunning(ctx) }); err != nil {
+	kcm := time.Now()
+	err = phase("controller manager's controllers running", func() error { return n.controllersRunning(ctx) })
+	if err != nil || time.Since(kcm) > 30*time.Second {
+		for _, p := range n.logPauses("kube-controller-manager", 10*time.Second, 3) {
+			n.logf("node: the controller manager's log paused %s", p)
+		}
+	}
+	if err != nil {
 		return n, err
 	}
 	return n, nil
@@ -684,4 +692,44 @@ func (n *Node) Stop() error {
 // LogWriter returns the log file of a process for appending, e.g. helm's.
 func (n *Node) LogWriter(name string) (io.WriteCloser, error) {
 	return os.OpenFile(n.Path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// logPauses returns the longest pauses (over least) between consecutive
+// lines of a process's klog log, each with the line before and after it:
+// what a slow start waited on.
+func (n *Node) logPauses(name string, least time.Duration, most int) []string {
+	b, err := os.ReadFile(n.Path("logs", name+".log"))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	type pause struct {
+		d            time.Duration
+		before, next string
+	}
+	var pauses []pause
+	var prev time.Time
+	var prevLine string
+	for _, line := range strings.Split(string(b), "\n") {
+		// klog: "I1128 09:48:36.276931 ..."
+		if len(line) < 21 || !strings.ContainsRune("IWEF", rune(line[0])) {
+			continue
+		}
+		at, err := time.Parse("15:04:05.000000", line[6:21])
+		if err != nil {
+			continue
+		}
+		if !prev.IsZero() && at.Sub(prev) > least {
+			pauses = append(pauses, pause{at.Sub(prev), prevLine, line})
+		}
+		prev, prevLine = at, line
+	}
+	sort.Slice(pauses, func(i, j int) bool { return pauses[i].d > pauses[j].d })
+	var out []string
+	for i, p := range pauses {
+		if i == most {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s between\n  %s\n  %s", p.d.Round(time.Millisecond), p.before, p.next))
+	}
+	return out
 }
