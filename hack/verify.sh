@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/nettune/crds charts/nettune/files/controller-role.yaml)
+generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/nettune/crds charts/nettune/files/controller-role.yaml config/admission)
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 for p in "${generated[@]}"; do

@@ -23,7 +23,6 @@ limitations under the License.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -65,6 +64,10 @@ type options struct {
 }
 
 const profile = "xavier-lan"
+
+// warningsManifest is the chart's profile-warnings template rendered by make
+// generate (checked by make verify), so the demo needs no helm.
+const warningsManifest = "config/admission/profile-warnings.yaml"
 
 func run(out io.Writer, args []string) error {
 	root, err := localcp.RepoRoot()
@@ -189,12 +192,12 @@ func (d *demo) sh(name string, args ...string) error {
 	return fleet.DieWithProcess(cmd, cmd.Run)
 }
 
-// command is name (kubectl, kubectl nettune and helm from bin/) run in the
+// command is name (kubectl and kubectl nettune from bin/) run in the
 // repository against the fleet's control plane.
 func (d *demo) command(name string, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	switch name {
-	case "kubectl", "helm":
+	case "kubectl":
 		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", name), args...)
 	case "kubectl nettune":
 		cmd = exec.CommandContext(d.ctx, filepath.Join(d.root, "bin", "kubectl-nettune"), args...)
@@ -207,21 +210,13 @@ func (d *demo) command(name string, args ...string) *exec.Cmd {
 }
 
 // installWarnings installs the chart's admission warnings for risky but
-// legal profiles (a ValidatingAdmissionPolicy with the Warn action), rendered
-// from the chart, and waits until the API server applies them: kubectl then
-// prints "Warning: ..." when a profile below is risky.
+// legal profiles (a ValidatingAdmissionPolicy with the Warn action), the
+// chart's template as make generate renders it into config/admission, and
+// waits until the API server applies them: kubectl then prints
+// "Warning: ..." when a profile below is risky.
 func (d *demo) installWarnings() error {
 	d.section("admission warnings: the chart's policy for risky but legal profiles")
-	fmt.Fprintf(d.out, "\n$ helm template nettune charts/nettune --show-only templates/profile-warnings.yaml | kubectl apply -f -\n")
-	render := d.command("helm", "template", "nettune", "charts/nettune",
-		"--namespace", "nettune-system", "--show-only", "templates/profile-warnings.yaml")
-	var manifest []byte
-	if err := fleet.DieWithProcess(render, func() (err error) { manifest, err = render.Output(); return err }); err != nil {
-		return fmt.Errorf("rendering the chart's profile warnings: %w", err)
-	}
-	apply := d.command("kubectl", "apply", "-f", "-")
-	apply.Stdin, apply.Stdout, apply.Stderr = bytes.NewReader(manifest), d.out, d.out
-	if err := fleet.DieWithProcess(apply, apply.Run); err != nil {
+	if err := d.sh("kubectl", "apply", "-f", warningsManifest); err != nil {
 		return fmt.Errorf("installing the profile warnings: %w", err)
 	}
 	// The API server compiles a new policy in the background: a server-side
