@@ -40,6 +40,7 @@ import (
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/internal/procfs"
 )
 
 const (
@@ -195,54 +196,14 @@ func (in *instance) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
-// proc is a process as /proc shows it: pid and start time.
-type proc struct {
-	pid   int
-	start string
-	comm  string
-}
-
-func (p proc) String() string { return fmt.Sprintf("%s (pid %d)", p.comm, p.pid) }
-
-func readProc(pid int) (p proc, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return proc{}, 0, false
-	}
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[end+1:])
-	if open < 0 || len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return proc{}, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return proc{pid: pid, start: f[19], comm: s[open+1 : end]}, ppid, true
-}
-
-// alive says p still runs (same pid, same start time, not a zombie).
-func (p proc) alive() bool {
-	q, _, ok := readProc(p.pid)
-	return ok && q.start == p.start
-}
-
 // childrenOf lists the live children of pid.
-func childrenOf(t *testing.T, pid int) []proc {
+func childrenOf(t *testing.T, pid int) []procfs.Proc {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	kids, err := procfs.Children(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []proc
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ppid, ok := readProc(n); ok && ppid == pid {
-			out = append(out, p)
-		}
-	}
-	return out
+	return kids
 }
 
 // namespacesOf lists the network namespaces a run made: the testbed names
@@ -265,10 +226,10 @@ func namespacesOf(t *testing.T, pid int) []string {
 // services says kids hold etcd, kube-apiserver, Loki, Prometheus and an
 // agent. (The controller may have exited: with the API server cut off it
 // cannot start.)
-func services(kids []proc) bool {
+func services(kids []procfs.Proc) bool {
 	seen := map[string]bool{}
 	for _, k := range kids {
-		seen[k.comm] = true
+		seen[k.Comm] = true
 	}
 	return seen["etcd"] && seen["kube-apiserver"] && seen["loki"] && seen["prometheus"] && seen["nettune-agent"]
 }
@@ -297,11 +258,11 @@ func netnsExists(name string) bool {
 }
 
 // left is what of a run is still on the machine.
-func left(t *testing.T, pid int, kids []proc) []string {
+func left(t *testing.T, pid int, kids []procfs.Proc) []string {
 	t.Helper()
 	var out []string
 	for _, k := range kids {
-		if k.alive() {
+		if k.Running() {
 			out = append(out, "process "+k.String())
 		}
 	}
@@ -362,7 +323,7 @@ func TestSecondRunRefuses(t *testing.T) {
 		}
 	}
 	for _, k := range kids {
-		if !k.alive() {
+		if !k.Running() {
 			t.Errorf("the first run's %s is gone", k)
 		}
 	}
@@ -397,7 +358,10 @@ func TestKilledRunIsClearedByTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
-	decoyProc, _, _ := readProc(decoy.Process.Pid)
+	decoyProc, err := procfs.Stat(decoy.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	decoyRule := []string{"OUTPUT", "-d", "127.0.0.254/32", "-p", "tcp", "--dport", "9",
 		"-m", "comment", "--comment", "nettune-demo-test decoy " + nettest.RandHex(t, 4), "-j", "ACCEPT"}
 	if out, err := exec.Command("iptables", append([]string{"-w", "-I"}, decoyRule...)...).CombinedOutput(); err != nil {
@@ -416,23 +380,23 @@ func TestKilledRunIsClearedByTheNext(t *testing.T) {
 		t.Fatalf("no stray pid in the output:\n%s", killed.out)
 	}
 	strayPID, _ := strconv.Atoi(m[1])
-	var stray proc
-	var kids []proc
+	var stray procfs.Proc
+	var kids []procfs.Proc
 	for _, k := range childrenOf(t, killed.pid()) {
-		if k.pid == strayPID {
+		if k.Pid == strayPID {
 			stray = k
 		} else {
 			kids = append(kids, k)
 		}
 	}
 	t.Cleanup(func() {
-		if stray.alive() {
-			_ = syscall.Kill(stray.pid, syscall.SIGKILL)
+		if stray.Running() {
+			_ = syscall.Kill(stray.Pid, syscall.SIGKILL)
 		}
 	})
 	nss := namespacesOf(t, killed.pid())
 	rules := rulesOf(t, killed.pid())
-	if stray.pid == 0 || !services(kids) || len(nss) != 4 || len(rules) != 1 {
+	if stray.Pid == 0 || !services(kids) || len(nss) != 4 || len(rules) != 1 {
 		t.Fatalf("the run to kill: stray %v, children %v, namespaces %v, rules %v", stray, kids, nss, rules)
 	}
 
@@ -452,7 +416,7 @@ func TestKilledRunIsClearedByTheNext(t *testing.T) {
 	for {
 		var alive []string
 		for _, k := range kids {
-			if k.alive() {
+			if k.Running() {
 				alive = append(alive, k.String())
 			}
 		}
@@ -464,7 +428,7 @@ func TestKilledRunIsClearedByTheNext(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got := left(t, killed.pid(), []proc{stray}); len(got) != 6 {
+	if got := left(t, killed.pid(), []procfs.Proc{stray}); len(got) != 6 {
 		t.Fatalf("after kill -9, left %v; want the stray process, 4 namespaces and the rule", got)
 	}
 
@@ -474,11 +438,11 @@ func TestKilledRunIsClearedByTheNext(t *testing.T) {
 	if !strings.Contains(next.out.String(), want) {
 		t.Errorf("the next run does not say %q:\n%s", want, next.out)
 	}
-	if got := left(t, killed.pid(), []proc{stray}); len(got) > 0 {
+	if got := left(t, killed.pid(), []procfs.Proc{stray}); len(got) > 0 {
 		t.Errorf("the next run left %v", got)
 	}
-	if !decoyProc.alive() {
-		t.Errorf("the next run killed an unrelated process (pid %d)", decoyProc.pid)
+	if !decoyProc.Running() {
+		t.Errorf("the next run killed an unrelated process (pid %d)", decoyProc.Pid)
 	}
 	if !netnsExists(decoyNetns) {
 		t.Errorf("the next run deleted an unrelated namespace %s", decoyNetns)

@@ -25,13 +25,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nettune/nettune/internal/procfs"
 )
 
 // A Ledger is the record, in a file, of what a fleet made outside its own
@@ -82,7 +83,7 @@ const netnsDir = "/run/netns"
 // CreateLedger starts a ledger at path (replacing any file there) owned by
 // this process.
 func CreateLedger(path string) (*Ledger, error) {
-	self, err := procStat(os.Getpid())
+	self, err := procfs.Stat(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func CreateLedger(path string) (*Ledger, error) {
 		return nil, err
 	}
 	l := &Ledger{path: path, f: f, pids: map[int]bool{}}
-	if err := l.write(ledgerEntry{Owner: &procID{PID: os.Getpid(), Start: self.start, What: self.comm}, Boot: bootID()}); err != nil {
+	if err := l.write(ledgerEntry{Owner: &procID{PID: os.Getpid(), Start: self.StartTime, What: self.Comm}, Boot: bootID()}); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -128,17 +129,17 @@ func (l *Ledger) Process(pid int, what string) error {
 	if l == nil {
 		return nil
 	}
-	st, err := procStat(pid)
+	st, err := procfs.Stat(pid)
 	if err != nil {
 		return nil // gone already
 	}
 	if what == "" {
-		what = st.comm
+		what = st.Comm
 	}
 	l.mu.Lock()
 	l.pids[pid] = true
 	l.mu.Unlock()
-	return l.write(ledgerEntry{Process: &procID{PID: pid, Start: st.start, What: what}})
+	return l.write(ledgerEntry{Process: &procID{PID: pid, Start: st.StartTime, What: what}})
 }
 
 // Children records every child process of this one not recorded yet: the
@@ -148,17 +149,17 @@ func (l *Ledger) Children() error {
 	if l == nil {
 		return nil
 	}
-	kids, err := children(os.Getpid())
+	kids, err := procfs.Children(os.Getpid())
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, pid := range kids {
+	for _, k := range kids {
 		l.mu.Lock()
-		seen := l.pids[pid]
+		seen := l.pids[k.Pid]
 		l.mu.Unlock()
 		if !seen {
-			errs = append(errs, l.Process(pid, ""))
+			errs = append(errs, l.Process(k.Pid, ""))
 		}
 	}
 	return errors.Join(errs...)
@@ -327,7 +328,7 @@ func clearEntries(entries []ledgerEntry) (Cleared, error) {
 		pid := p.PID
 		// Our children lead their own process groups: take the group
 		// (anything they forked) while the leader proves it is the one.
-		if st, err := procStat(pid); err == nil && st.pgrp == pid {
+		if st, err := procfs.Stat(pid); err == nil && st.Pgrp == pid {
 			pid = -pid
 		}
 		if err := unix.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
@@ -391,67 +392,10 @@ func iptables(args ...string) error {
 	return nil
 }
 
-// stat is what clearing needs of /proc/<pid>/stat.
-type stat struct {
-	comm       string
-	state      byte
-	ppid, pgrp int
-	start      uint64
-}
-
-// procStat reads /proc/<pid>/stat.
-func procStat(pid int) (stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, err
-	}
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return stat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
-	}
-	// After the command: state (field 3), ppid (4), pgrp (5), ... starttime (22).
-	f := strings.Fields(s[end+1:])
-	if len(f) < 20 {
-		return stat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
-	}
-	st := stat{comm: s[open+1 : end], state: f[0][0]}
-	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return stat{}, err
-	}
-	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
-		return stat{}, err
-	}
-	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return stat{}, err
-	}
-	return st, nil
-}
-
 // sameProcess says p still runs: its pid is alive (not a zombie) with the
 // recorded start time.
 func sameProcess(p procID) bool {
-	st, err := procStat(p.PID)
-	return err == nil && st.start == p.Start && st.state != 'Z' && st.state != 'X'
-}
-
-// children lists the live child processes of pid.
-func children(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := procStat(p); err == nil && st.ppid == pid && st.state != 'Z' {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return procfs.Proc{Pid: p.PID, StartTime: p.Start}.Running()
 }
 
 func netnsInode(name string) (dev, ino uint64, err error) {

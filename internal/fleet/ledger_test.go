@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/internal/procfs"
 )
 
 func TestLockRefusesASecondHolder(t *testing.T) {
@@ -68,11 +69,11 @@ func sleeper(t *testing.T) procID {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	st, err := procStat(cmd.Process.Pid)
+	start, err := procfs.StartTime(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return procID{PID: cmd.Process.Pid, Start: st.start, What: "sleep"}
+	return procID{PID: cmd.Process.Pid, Start: start, What: "sleep"}
 }
 
 // rule inserts an iptables rule that matches nothing and deletes it when the

@@ -23,7 +23,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +37,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nettune/nettune/internal/procfs"
 )
 
 // Spoke is a managed cluster: kine on SQLite, a kube-apiserver on it and an
@@ -362,23 +363,15 @@ func (h *Hub) LeaseRenewTime(ctx context.Context, name string) (time.Time, error
 // killAPIServer sends SIGKILL to the kube-apiserver whose --cert-dir is
 // certDir (the spoke's own).
 func killAPIServer(certDir string) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(raw), "\x00")
-		if !strings.HasSuffix(args[0], "kube-apiserver") {
+	procs, _ := procfs.List()
+	for _, p := range procs {
+		args := p.Cmdline
+		if len(args) == 0 || !strings.HasSuffix(args[0], "kube-apiserver") {
 			continue
 		}
 		for _, a := range args {
 			if a == "--cert-dir="+certDir {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 			}
 		}
 	}

@@ -25,13 +25,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/procfs"
 	"github.com/nettune/nettune/internal/testenv"
 )
 
@@ -65,8 +64,8 @@ func TestDepsLeavesTheUsersPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
-	if comm := readComm(decoy.Process.Pid); comm != "prometheus" {
-		t.Fatalf("the decoy's process name is %q, not prometheus", comm)
+	if p, err := procfs.Stat(decoy.Process.Pid); err != nil || p.Comm != "prometheus" {
+		t.Fatalf("the decoy's process name is %q (%v), not prometheus", p.Comm, err)
 	}
 
 	// The install path, as on a machine without the package: apt-get
@@ -85,7 +84,7 @@ func TestDepsLeavesTheUsersPrometheus(t *testing.T) {
 
 	// Give a stop sent by the step time to land before looking.
 	time.Sleep(2 * time.Second)
-	if !alive(userPID) {
+	if !procfs.Alive(userPID) {
 		t.Errorf("the user's Prometheus (pid %d) is gone after the deps step", userPID)
 	}
 	if resp, err := http.Get(users.URL + "/-/ready"); err != nil {
@@ -96,7 +95,7 @@ func TestDepsLeavesTheUsersPrometheus(t *testing.T) {
 			t.Errorf("the user's Prometheus answers /-/ready with %d after the deps step", resp.StatusCode)
 		}
 	}
-	if !alive(decoy.Process.Pid) {
+	if !procfs.Alive(decoy.Process.Pid) {
 		t.Errorf("the process named prometheus (pid %d) is gone after the deps step", decoy.Process.Pid)
 	}
 }
@@ -106,45 +105,19 @@ func TestDepsLeavesTheUsersPrometheus(t *testing.T) {
 func pidListening(t *testing.T, url string) int {
 	t.Helper()
 	addr := strings.TrimPrefix(url, "http://")
-	entries, err := os.ReadDir("/proc")
+	procs, err := procfs.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(cmdline), "--web.listen-address="+addr) {
-			return pid
+	for _, p := range procs {
+		for _, a := range p.Cmdline {
+			if strings.Contains(a, "--web.listen-address="+addr) {
+				return p.Pid
+			}
 		}
 	}
 	t.Fatalf("no process serves %s", url)
 	return 0
-}
-
-// alive says whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// pid (comm) S ...: the state follows the last ')'.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
-func readComm(pid int) string {
-	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
-	return strings.TrimSpace(string(b))
 }
 
 func copyFile(t *testing.T, src, dst string) {
