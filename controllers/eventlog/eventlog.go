@@ -49,7 +49,8 @@ const ControllerJob = "nettune-controller"
 //	 "phase":"RolledBack","step":1,"reason":"AnalysisFailed","message":"..."}
 //
 // event is the Kubernetes Event reason (RolloutStarted, StepAdvanced,
-// Promoted, RolloutRestarted, RolloutComplete, RolledBack, ...); revision,
+// Promoted, RolloutRestarted, RolloutComplete, RolledBack, Paused,
+// Resumed, ...); revision,
 // stable, failed, phase and step are the profile's status after the
 // reconcile that emitted it; reason is the RolledBack condition's reason
 // (AnalysisFailed, FailureBudgetExceeded, Aborted) on RolledBack events.

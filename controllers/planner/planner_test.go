@@ -272,6 +272,76 @@ func TestPausedSpecHoldsAssignments(t *testing.T) {
 	}
 }
 
+// A pause is announced once when it begins and, when nothing else says
+// so, once when it ends: the events become Kubernetes Events and lines in
+// Loki.
+func TestPauseEvents(t *testing.T) {
+	events := func(out planner.Output, reason string) []planner.Event {
+		var r []planner.Event
+		for _, e := range out.Events {
+			if e.Reason == reason {
+				r = append(r, e)
+			}
+		}
+		return r
+	}
+	t.Run("spec.rollout.paused", func(t *testing.T) {
+		s := newSim(t, shipped(), 6, 2, "r1")
+		s.revision = "r2"
+		s.tick(time.Minute)
+		s.rollout.Paused = true
+		var paused, resumed []planner.Event
+		for range 4 {
+			out := s.tick(time.Minute)
+			paused, resumed = append(paused, events(out, "Paused")...), append(resumed, events(out, "Resumed")...)
+		}
+		if len(paused) != 1 || len(resumed) != 0 {
+			t.Fatalf("4 ticks paused: %d Paused and %d Resumed events, want 1 and 0", len(paused), len(resumed))
+		}
+		if e := paused[0]; e.Warning || !strings.Contains(e.Message, "revision r2 paused (PausedByUser)") {
+			t.Errorf("Paused event %+v", e)
+		}
+		s.rollout.Paused = false
+		out := s.tick(time.Minute)
+		if r := events(out, "Resumed"); len(r) != 1 || !strings.HasPrefix(r[0].Message, "revision r2 resumed") {
+			t.Errorf("unpaused: Resumed events %+v, want one for r2", r)
+		}
+		if r := events(s.tick(time.Minute), "Resumed"); len(r) != 0 {
+			t.Errorf("the tick after: %d Resumed events, want none", len(r))
+		}
+	})
+	t.Run("a pause step promoted", func(t *testing.T) {
+		s := newSim(t, shipped(), 4, 1, "r1")
+		s.rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}, {SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}
+		s.revision = "r2"
+		var paused []planner.Event
+		for range 5 {
+			paused = append(paused, events(s.tick(time.Minute), "Paused")...)
+		}
+		if len(paused) != 1 || !strings.Contains(paused[0].Message, "(PauseStep)") {
+			t.Fatalf("Paused events %+v, want one with reason PauseStep", paused)
+		}
+		s.commands.PromoteStep, s.commands.PromoteRevision = ptr(int32(0)), "r2"
+		out := s.tick(time.Minute)
+		if len(events(out, "Promoted")) != 1 || len(events(out, "Resumed")) != 0 {
+			t.Errorf("promoted: events %+v, want Promoted and no Resumed", out.Events)
+		}
+	})
+	t.Run("a paused rollout replaced by a new revision", func(t *testing.T) {
+		s := newSim(t, shipped(), 6, 2, "r1")
+		s.revision = "r2"
+		s.tick(time.Minute)
+		s.rollout.Paused = true
+		s.tick(time.Minute)
+		s.rollout.Paused = false
+		s.revision = "r3"
+		out := s.tick(time.Minute)
+		if len(events(out, "Resumed")) != 0 || len(events(out, "RolloutRestarted")) != 1 {
+			t.Errorf("new revision after a pause: events %+v, want RolloutRestarted and no Resumed", out.Events)
+		}
+	})
+}
+
 func TestAbort(t *testing.T) {
 	s := newSim(t, shipped(), 6, 2, "r1")
 	s.revision = "r2"

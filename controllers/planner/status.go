@@ -18,6 +18,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +115,19 @@ func (p *plan) conditions() {
 		set(v1alpha1.ConditionPaused, metav1.ConditionTrue, pausedReason(p), step)
 	} else {
 		set(v1alpha1.ConditionPaused, metav1.ConditionFalse, "NotPaused", "")
+	}
+	// A pause begins or ends: an event (and so a line in Loki), besides
+	// the condition. A copy following a hub announces nothing: the hub does.
+	// The end of a pause is announced only when nothing else says it: a
+	// promotion, a rollback and a new revision have events of their own.
+	was := p.in.Status.Phase == v1alpha1.PhasePaused
+	switch is := st.Phase == v1alpha1.PhasePaused; {
+	case p.in.Hub != nil:
+	case is && !was:
+		p.event(false, "Paused", "revision %s paused (%s): %s", st.CurrentRevision, pausedReason(p), step)
+	case was && !is && st.Phase != v1alpha1.PhaseRolledBack && st.CurrentRevision == p.in.Status.CurrentRevision &&
+		!slices.ContainsFunc(p.out.Events, func(e Event) bool { return e.Reason == "Promoted" }):
+		p.event(false, "Resumed", "revision %s resumed: %s", st.CurrentRevision, step)
 	}
 }
 

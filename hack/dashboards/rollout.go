@@ -76,10 +76,10 @@ func rolloutHealth() *dashboardBuilder {
 		// ran out or was promoted, its vehicles were updated.
 		lokiAnnotation("Steps promoted", "green", rolloutEvents+` | event="StepAdvanced"`,
 			"Step promoted: {{revision}}", "{{message}}", "event"),
-		// The controller ships no event when a rollout pauses (a pause step,
-		// an inconclusive analysis, spec.rollout.paused): its phase gauge
-		// says when, drawn as regions. max_over_time keeps a pause shorter
-		// than the step.
+		// A pause (a pause step, an inconclusive analysis,
+		// spec.rollout.paused) drawn as a region from the phase gauge; the
+		// controller's Paused and Resumed lines in Loki are single moments.
+		// max_over_time keeps a pause shorter than the step.
 		promAnnotation("Paused", "yellow", `max(max_over_time(nettune_rollout_phase{profile="$profile", phase="Paused"}[$__rate_interval]))`, "1m",
 			"Rollout paused", "A pause step waiting for kubectl nettune promote, an inconclusive analysis, or spec.rollout.paused"),
 	)
