@@ -64,8 +64,15 @@ func TestDepsLeavesTheUsersPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
-	if p, err := procfs.Stat(decoy.Process.Pid); err != nil || p.Comm != "prometheus" {
-		t.Fatalf("the decoy's process name is %q (%v), not prometheus", p.Comm, err)
+	// exec.Cmd.Start may return before the child's execve has renamed it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p, err := procfs.Stat(decoy.Process.Pid)
+		if err == nil && p.Comm == "prometheus" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the decoy's process name is %q (%v), not prometheus", p.Comm, err)
+		}
 	}
 
 	// The install path, as on a machine without the package: apt-get
