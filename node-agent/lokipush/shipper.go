@@ -495,7 +495,7 @@ func (s *Shipper) shutdown() {
 			return
 		}
 	}
-	s.write(body, b.entries)
+	s.spill(b)
 }
 
 type pushResult int
@@ -555,7 +555,11 @@ func (s *Shipper) post(ctx context.Context, body []byte) (int, string, error) {
 	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
 }
 
-// spill writes b (if any) to disk.
+// spill writes b (if any) to disk. A batch larger than MaxBytes (lines
+// added faster than Run could cut batches, as on a loaded machine) is
+// split by line time and written oldest half first: the oldest segments
+// are the ones trimmed, so the newest lines are kept, as with small
+// batches.
 func (s *Shipper) spill(b *batch) {
 	if b == nil {
 		return
@@ -565,7 +569,50 @@ func (s *Shipper) spill(b *batch) {
 		s.metrics.dropped.WithLabelValues(DropInvalid).Add(float64(b.entries))
 		return
 	}
+	if int64(len(body)) > s.opts.MaxBytes && b.entries > 1 {
+		older, newer := split(b)
+		s.spill(older)
+		s.spill(newer)
+		return
+	}
 	s.write(body, b.entries)
+}
+
+// split halves b by line time (ties in label-set order): the older half
+// and the newer.
+func split(b *batch) (older, newer *batch) {
+	type ref struct {
+		key string
+		e   entry
+	}
+	keys := make([]string, 0, len(b.streams))
+	for k := range b.streams {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	all := make([]ref, 0, b.entries)
+	for _, k := range keys {
+		for _, e := range b.streams[k].entries {
+			all = append(all, ref{k, e})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].e.ts < all[j].e.ts })
+	older, newer = newBatch(), newBatch()
+	older.started, newer.started = b.started, b.started
+	for i, r := range all {
+		dst := older
+		if i >= len(all)/2 {
+			dst = newer
+		}
+		st := dst.streams[r.key]
+		if st == nil {
+			st = &stream{labels: b.streams[r.key].labels}
+			dst.streams[r.key] = st
+		}
+		st.entries = append(st.entries, r.e)
+		dst.entries++
+	}
+	return older, newer
 }
 
 // write stores body as the newest segment (tmp file, fsync, rename), then

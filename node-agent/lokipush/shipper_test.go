@@ -408,6 +408,13 @@ func TestShipperBoundsDisk(t *testing.T) {
 	}
 
 	l.Restart(t)
+	lpWantNewest(t, l, job, base, n, dropped)
+}
+
+// lpWantNewest checks that Loki holds exactly the n-dropped newest of the
+// lines "seq %05d ..." stamped base+seq ms.
+func lpWantNewest(t *testing.T, l *testenv.Loki, job string, base time.Time, n, dropped int) {
+	t.Helper()
 	kept := n - dropped
 	l.WaitForCount(t, fmt.Sprintf(`{job=%q}`, job), kept, time.Minute)
 	time.Sleep(500 * time.Millisecond) // nothing more may arrive
@@ -424,6 +431,43 @@ func TestShipperBoundsDisk(t *testing.T) {
 			t.Fatalf("line %q has timestamp %d, not its own", e.line, e.ts)
 		}
 	}
+}
+
+// TestShipperSplitsABatchLargerThanTheDisk: lines added faster than Run
+// cuts batches (here: one batch of every line, as a loaded machine once
+// made 5,300 lines of 100-line batches) and larger than MaxBytes are
+// written in parts, oldest first, so the disk keeps the newest, not none.
+func TestShipperSplitsABatchLargerThanTheDisk(t *testing.T) {
+	t.Parallel()
+	l := testenv.StartLoki(t)
+	l.Stop(t)
+	dir := t.TempDir()
+	const maxBytes = 24 << 10
+	opts := Options{URL: l.URL, Dir: dir, MaxBytes: maxBytes, BatchWait: time.Hour, BatchEntries: 100000, MaxMemoryEntries: 100000,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, ShutdownTimeout: time.Second}
+	s := lpStart(t, opts)
+	job := lpJob(t)
+	const n = 3000
+	base := time.Now().Add(-10 * time.Minute)
+	for i := range n {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		s.Add(map[string]string{"job": job}, base.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("seq %05d %s", i, hex.EncodeToString(b)))
+	}
+	s.stop(t) // one batch of n lines, Loki down: to disk
+	names, size := lpSegments(t, dir)
+	dropped := int(metricValue(s.metrics.dropped.WithLabelValues(DropBufferFull)))
+	t.Logf("one batch of %d lines, MaxBytes %d: %d segments, %d bytes on disk, %d dropped", n, maxBytes, len(names), size, dropped)
+	if size > maxBytes {
+		t.Errorf("segments hold %d bytes, over MaxBytes %d", size, maxBytes)
+	}
+	if dropped == 0 || dropped >= n || len(names) == 0 {
+		t.Fatalf("%d of %d lines dropped, %d segments: want the newest on disk", dropped, n, len(names))
+	}
+
+	l.Restart(t)
+	lpStart(t, opts) // a restarted agent sends what is on disk
+	lpWantNewest(t, l, job, base, n, dropped)
 }
 
 // TestShipperDropsRejectedBatches: a batch the real Loki rejects with 400
