@@ -914,6 +914,19 @@ func TestNewConnectionClamped(t *testing.T) {
 	if max(final.SndCwnd, maxOf(running)) <= 30 {
 		t.Fatalf("unclamped connection stayed at snd_cwnd %d <= 30: the test cannot tell a clamp apart", max(final.SndCwnd, maxOf(running)))
 	}
+	// That connection's close ends (the peer acknowledges the FIN) before
+	// the apply: the acknowledgement creates the peer's tcp_metrics entry
+	// from the route the socket cached, and one processed between the
+	// apply's flush and its prime would leave an entry of the old route,
+	// without the clamp (a loaded arm64 VM once ran both connections below
+	// unclamped). The entry appearing is that close ending.
+	host := &net.IPNet{IP: net.ParseIP(p.addrB).To4(), Mask: net.CIDRMask(32, 32)}
+	nettest.WaitFor(t, 30*time.Second, func() error {
+		if es, err := p.A.h.TCPMetricsFor(host); err != nil || len(es) == 0 {
+			return fmt.Errorf("no tcp_metrics entry for %s yet (%v): the connection before the apply has not finished closing", host, err)
+		}
+		return nil
+	})
 
 	spec := v1alpha1.NodeNetTuningSpec{
 		Revision: "r1",
