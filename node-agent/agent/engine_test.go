@@ -855,10 +855,12 @@ func TestDriftRepair(t *testing.T) {
 
 	for round := 1; round <= 3; round++ {
 		before := repairs.Load()
-		// del + add in one iproute2 batch so that no repair can run between
-		// them and make the add fail.
+		// del, then replace with a bare route: a batch is not atomic, and
+		// the watcher may repair the deleted route before the second line
+		// runs (a loaded bullseye-5.10-amd64 VM did: "add" then failed with
+		// File exists); replace wipes the metrics either way.
 		cmd := exec.Command(nettest.IPBin, "-n", p.A.name, "-batch", "-")
-		cmd.Stdin = strings.NewReader(fmt.Sprintf("route del %s\nroute add %s dev %s\n", dst, dst, p.devA))
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("route del %s\nroute replace %s dev %s\n", dst, dst, p.devA))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("ip -batch: %v: %s", err, out)
 		}
