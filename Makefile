@@ -45,7 +45,7 @@ help: ## Show the targets.
 DEMO_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI)
 TOOLS_JOBS ?= 4
 # A cold make demo's tool builds, as measured (README, "Quick start").
-DEMO_COLD ?= 14 minutes (28 minutes of CPU: Loki 10, kube-apiserver and kubectl 8, helm 5, nettune 3, etcd 2)
+DEMO_COLD ?= 14 minutes beside a running make test (21.5 minutes of CPU: Loki 9, kube-apiserver and kubectl 7.5, nettune 3.5, etcd 1.5)
 
 .PHONY: demo
 demo: ## The embedded default (root): control plane, Loki, Prometheus, controller, simulated vehicles with real agents, and a canary rollout.
