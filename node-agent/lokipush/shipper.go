@@ -495,7 +495,7 @@ func (s *Shipper) shutdown() {
 			return
 		}
 	}
-	s.spill(b)
+	s.spillEncoded(b, body)
 }
 
 type pushResult int
@@ -569,6 +569,11 @@ func (s *Shipper) spill(b *batch) {
 		s.metrics.dropped.WithLabelValues(DropInvalid).Add(float64(b.entries))
 		return
 	}
+	s.spillEncoded(b, body)
+}
+
+// spillEncoded is spill of b already encoded as body.
+func (s *Shipper) spillEncoded(b *batch, body []byte) {
 	if int64(len(body)) > s.opts.MaxBytes && b.entries > 1 {
 		older, newer := split(b)
 		s.spill(older)
