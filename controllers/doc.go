@@ -38,10 +38,13 @@ limitations under the License.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;create;update,namespace=nettune-system
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=nettune-system
 //
-// ControllerRevisions, the leader election lease and the agents' Leases
-// (their sign of life, listed by the controller) live in the controller's
-// own namespace: a Role there, not cluster-wide. The chart renders these
+// ControllerRevisions, the leader election lease, the agents' Leases
+// (their sign of life, listed by the controller) and the Secrets holding
+// the analyses' credentials (read one by one at each measurement, never
+// listed or watched) live in the controller's own namespace: a Role there,
+// not cluster-wide. The chart renders these
 // rules (config/rbac/role.yaml, copied to charts/nettune/files) with its
 // release namespace in place of nettune-system.
 package controllers

@@ -17,9 +17,12 @@ limitations under the License.
 package controllers
 
 import (
-	"net/http"
+	"context"
+	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,13 +51,10 @@ type Options struct {
 	Namespace string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Queriers makes analysis clients (analysis.HTTPQueriers with a 30 s
-	// timeout when nil).
-	Queriers analysis.QuerierFactory
-	// LokiAddress and PrometheusAddress are used by analyses without an
-	// address.
-	LokiAddress       string
-	PrometheusAddress string
+	// Backends says where analyses query and with which credentials
+	// (analysis.HTTPQueriers with a 30 s timeout when it has no Queriers;
+	// Secrets read through APIReader in Namespace when it has none).
+	Backends analysis.Backends
 	// EventLog, when set, also receives every rollout and experiment event
 	// as a JSON line.
 	EventLog eventlog.Log
@@ -76,14 +76,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Queriers == nil {
-		o.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
-	}
+	o.Backends = o.backends()
 	reports := noderender.NewReports()
 	live := liveness.New()
 	live.Now = o.Now
 	p := &profile.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
-		Namespace: o.Namespace, Now: o.Now, Queriers: o.Queriers, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
+		Namespace: o.Namespace, Now: o.Now, Backends: o.Backends,
 		EventLog: o.EventLog, Reports: reports, Liveness: live, MaxConcurrentReconciles: o.ProfileWorkers, SkipNameValidation: o.SkipNameValidation}
 	if err := p.SetupWithManager(mgr); err != nil {
 		return err
@@ -93,8 +91,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := n.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	x := &experiment.Reconciler{Client: o.Client, Recorder: o.Recorder, Now: o.Now, Queriers: o.Queriers,
-		LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
+	x := &experiment.Reconciler{Client: o.Client, Recorder: o.Recorder, Now: o.Now, Backends: o.Backends,
+		EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
 	return x.SetupWithManager(mgr)
 }
 
@@ -104,7 +102,35 @@ func Setup(mgr ctrl.Manager, o Options) error {
 // nettune's namespace in every managed cluster.
 func SetupHub(mgr ctrl.Manager, o Options, clusterNamespace string) error {
 	h := &hub.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
-		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Queriers: o.Queriers,
-		LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
+		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Backends: o.backends(), EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
 	return h.SetupWithManager(mgr)
+}
+
+// backends is o.Backends with its defaults: HTTP clients with a 30 s
+// timeout, and the Secrets of o.Namespace read past the cache (the
+// controller watches no Secrets: a rotated one is read at the next
+// measurement, and reading needs only get on Secrets in its namespace).
+func (o Options) backends() analysis.Backends {
+	b := o.Backends.WithDefaults()
+	if b.Namespace == "" {
+		b.Namespace = o.Namespace
+	}
+	if b.Secrets == nil {
+		reader := o.APIReader
+		if reader == nil {
+			reader = o.Client
+		}
+		ns := b.Namespace
+		b.Secrets = func(ctx context.Context, name string) (map[string][]byte, error) {
+			var s corev1.Secret
+			if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, errors.New("not found")
+				}
+				return nil, err
+			}
+			return s.Data, nil
+		}
+	}
+	return b
 }

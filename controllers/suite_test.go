@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -46,6 +45,7 @@ import (
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/revision"
+	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -115,6 +115,9 @@ func startCluster(t *testing.T) *fleetEnv {
 type controllerOptions struct {
 	loki, prom  string
 	leaderElect bool
+	// lokiSecret names the Secret in revisionNS with the default Loki's
+	// credentials.
+	lokiSecret string
 }
 
 // startController runs one controller replica until the returned stop is
@@ -135,17 +138,17 @@ func (e *fleetEnv) startController(o controllerOptions) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := analysis.HTTPQueriers(&http.Client{Timeout: 10 * time.Second})
+	base := analysis.HTTPQueriers(10 * time.Second)
 	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: revisionNS, LokiAddress: o.loki, PrometheusAddress: o.prom, SkipNameValidation: true,
-		Queriers: func(p v1alpha1.AnalysisProvider, addr string) (analysis.Querier, error) {
-			q, err := base(p, addr)
+		Namespace: revisionNS, SkipNameValidation: true,
+		Backends: analysis.Backends{LokiAddress: o.loki, PrometheusAddress: o.prom, LokiSecret: o.lokiSecret, Queriers: func(p v1alpha1.AnalysisProvider, addr string, creds *httpauth.Credentials) (analysis.Querier, error) {
+			q, err := base(p, addr, creds)
 			if vq, ok := q.(analysis.VectorQuerier); ok {
 				return timedVectorQuerier{timedQuerier: timedQuerier{q: q, e: e}, vq: vq}, err
 			}
 			return timedQuerier{q: q, e: e}, err
-		},
+		}},
 	}
 	if err := controllers.Setup(mgr, setup); err != nil {
 		t.Fatal(err)

@@ -439,7 +439,26 @@ type AnalysisSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="address must be an http or https URL"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="address must name a host, e.g. http://loki.monitoring:3100"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="address must not carry credentials (user:password@): every reader of profiles would see them; put them in a Secret in the controller's namespace and name it in secretRef (docs/observability.md)"
 	Address *string `json:"address,omitempty"`
+
+	// secretRef names a Secret in the controller's namespace holding what
+	// the backend asks of a client, under any of the keys tenant
+	// (X-Scope-OrgID; several tenants joined by |), username and password
+	// (basic auth) or token (bearer), ca.crt (PEM CA bundle), tls.crt and
+	// tls.key (client certificate), header.NAME (an extra header). It is
+	// read at every measurement, so a rotated Secret is used at the next
+	// one. Without it, an analysis at the controller's default address uses
+	// the controller's default credentials, and one with its own address
+	// sends none. See docs/observability.md.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// insecureSkipTLSVerify turns off verification of the backend's TLS
+	// certificate. Verification is on unless this is true; prefer a ca.crt
+	// in the secretRef's Secret.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 
 	// query is a Go template of a LogQL or PromQL instant query returning one
 	// value, rendered once for the canary vehicles and once for the baseline.
@@ -551,6 +570,16 @@ type AnalysisSpec struct {
 	// dryRun evaluates and reports the analysis without acting on its result.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// SecretReference names a Secret in the controller's namespace.
+type SecretReference struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // ProbeLatencyThresholds are bucket bounds (seconds) of the agents'

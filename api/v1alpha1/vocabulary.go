@@ -45,6 +45,12 @@ const (
 	AnalysisSuccessful   = "Successful"
 	AnalysisFailed       = "Failed"
 	AnalysisInconclusive = "Inconclusive"
+	// AnalysisUnavailable is an analysis whose backend has refused or not
+	// answered more than consecutiveErrorLimit measurements in a row
+	// (credentials, tenant, TLS, rate limits, server errors, no answer):
+	// the rollout pauses on it, never promotes or rolls back because of it,
+	// and goes on by itself once a measurement is taken again.
+	AnalysisUnavailable = "Unavailable"
 )
 
 // AnalysisTerminal reports whether an analysis result's phase is final:
@@ -69,6 +75,10 @@ const (
 	// ReasonAnalysisInconclusive: an analysis was inconclusive; the rollout
 	// paused (or, with onInconclusive Abort, was rolled back).
 	ReasonAnalysisInconclusive = "AnalysisInconclusive"
+	// ReasonAnalysisUnavailable: an analysis' backend refused or did not
+	// answer (credentials, tenant, TLS, rate limit, server error); the
+	// rollout waits and goes on by itself once it answers.
+	ReasonAnalysisUnavailable = "AnalysisUnavailable"
 )
 
 // Reasons an agent gives (Applied=False, Degraded=True) for an apply its

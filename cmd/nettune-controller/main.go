@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -47,6 +48,7 @@ import (
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/noderender"
+	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -69,7 +71,14 @@ type Options struct {
 	Namespace         string
 	LokiAddress       string
 	PrometheusAddress string
-	QueryTimeout      time.Duration
+	// LokiSecret and PrometheusSecret name Secrets in Namespace with the
+	// credentials sent to the default addresses (docs/observability.md).
+	LokiSecret       string
+	PrometheusSecret string
+	QueryTimeout     time.Duration
+	// LokiPushCredentialsDir is a mounted Secret's directory with the
+	// credentials of the event push (re-read at every push).
+	LokiPushCredentialsDir string
 	// LokiPushURL, when set, is where the rollout events are shipped as
 	// {job="nettune-controller", profile} lines, buffered on disk in
 	// LokiBufferDir (at most LokiBufferMaxBytes) while Loki is out of reach.
@@ -106,6 +115,9 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ClusterNamespace, "cluster-namespace", "nettune-system", "with --hub: nettune's namespace in every managed cluster (where the hub places the revisions it names)")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
 	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
+	fs.StringVar(&o.LokiSecret, "loki-secret", "", "Secret in --namespace with the credentials (tenant, username/password or token, ca.crt, tls.crt/tls.key, header.NAME) sent with queries to --loki-address; read at every measurement (docs/observability.md)")
+	fs.StringVar(&o.PrometheusSecret, "prometheus-secret", "", "Secret in --namespace with the credentials sent with queries to --prometheus-address")
+	fs.StringVar(&o.LokiPushCredentialsDir, "loki-push-credentials-dir", "", "directory of a mounted Secret with the credentials of --loki-push-url (same keys as --loki-secret), re-read at every push")
 	fs.DurationVar(&o.QueryTimeout, "query-timeout", 30*time.Second, "timeout of one analysis query")
 	fs.StringVar(&o.LokiPushURL, "loki-push-url", "", `Loki base URL (e.g. http://loki.monitoring:3100) to ship the rollout events to, as JSON lines in the stream {job="nettune-controller", profile}; empty ships nothing`)
 	fs.StringVar(&o.LokiBufferDir, "loki-buffer-dir", "", "directory buffering the events Loki has not taken yet (default "+defaultLokiBufferDir()+")")
@@ -126,7 +138,17 @@ func newEventShipper(o Options, reg prometheus.Registerer, log logr.Logger) (*lo
 	if dir == "" {
 		dir = defaultLokiBufferDir()
 	}
-	s, err := lokipush.New(lokipush.Options{URL: o.LokiPushURL, Dir: dir, MaxBytes: o.LokiBufferMaxBytes, Log: log, Registerer: reg})
+	if err := noUserinfo("--loki-push-url", o.LokiPushURL); err != nil {
+		return nil, err
+	}
+	var hc *http.Client
+	if o.LokiPushCredentialsDir != "" {
+		if _, err := httpauth.ReadDir(o.LokiPushCredentialsDir); err != nil {
+			return nil, fmt.Errorf("--loki-push-credentials-dir: %w", err)
+		}
+		hc = httpauth.DirClient(o.LokiPushCredentialsDir, false, 10*time.Second)
+	}
+	s, err := lokipush.New(lokipush.Options{URL: o.LokiPushURL, Dir: dir, MaxBytes: o.LokiBufferMaxBytes, Log: log, Registerer: reg, Client: hc})
 	if err != nil {
 		return nil, fmt.Errorf("loki event shipper: %w", err)
 	}
@@ -141,6 +163,11 @@ func run(args []string) error {
 	zopts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for name, v := range map[string]string{"--loki-address": o.LokiAddress, "--prometheus-address": o.PrometheusAddress} {
+		if err := noUserinfo(name, v); err != nil {
+			return err
+		}
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 	setMemoryLimit(ctrl.Log.WithName("setup"), "/sys/fs/cgroup")
@@ -187,8 +214,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: o.Namespace, LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress, RenderWorkers: o.RenderWorkers,
-		Queriers: analysis.HTTPQueriers(&http.Client{Timeout: o.QueryTimeout}),
+		Namespace: o.Namespace, RenderWorkers: o.RenderWorkers,
+		Backends: analysis.Backends{Queriers: analysis.HTTPQueriers(o.QueryTimeout), LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
+			LokiSecret: o.LokiSecret, PrometheusSecret: o.PrometheusSecret},
 	}
 	shipper, err := newEventShipper(o, metrics.Registry, ctrl.Log.WithName("loki"))
 	if err != nil {
@@ -249,4 +277,20 @@ func cacheOptions(o Options) cache.Options {
 		return cache.Options{}
 	}
 	return fleetcache.Options(o.Namespace)
+}
+
+// noUserinfo refuses a URL carrying user:password@: a credential there
+// would be in the Deployment and in ps; it belongs in a Secret.
+func noUserinfo(flagName, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: not a URL", flagName)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%s must not carry credentials (user:password@): anyone who can read the Deployment or ps would see them; give them in a Secret (--loki-secret, --loki-push-credentials-dir)", flagName)
+	}
+	return nil
 }

@@ -40,6 +40,10 @@ const maxMessage = 1024
 //
 // Phase, in this order:
 //   - Failed when Failed > failureLimit (default 0);
+//   - Unavailable (not terminal) when Errors > consecutiveErrorLimit
+//     (default 4) and the latest measurement is Unavailable: the backend
+//     refused or did not answer, which says nothing of the canaries; the
+//     next measurement that is taken resets Errors and the phase;
 //   - Inconclusive when Inconclusive > inconclusiveLimit (default 3) or
 //     Errors > consecutiveErrorLimit (default 4);
 //   - Successful when Successful >= measurements (default 3);
@@ -66,7 +70,7 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 		r.Failed++
 	case PhaseInconclusive:
 		r.Inconclusive++
-	default: // PhaseError and anything unknown
+	default: // PhaseError, PhaseUnavailable and anything unknown
 		r.Errors++
 	}
 	if m.Phase == PhaseSuccessful || m.Phase == PhaseFailed || m.Phase == PhaseInconclusive {
@@ -98,6 +102,9 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	case r.Inconclusive > inconclusiveLimit:
 		r.Phase = v1alpha1.AnalysisInconclusive
 		msg = fmt.Sprintf("%d inconclusive measurement(s) > inconclusiveLimit %d; %s", r.Inconclusive, inconclusiveLimit, last)
+	case r.Errors > errorLimit && m.Phase == PhaseUnavailable:
+		r.Phase = v1alpha1.AnalysisUnavailable
+		msg = fmt.Sprintf("backend unavailable: %d consecutive measurements refused or unanswered > consecutiveErrorLimit %d; the rollout waits and goes on once a measurement is taken; %s", r.Errors, errorLimit, last)
 	case r.Errors > errorLimit:
 		r.Phase = v1alpha1.AnalysisInconclusive
 		msg = fmt.Sprintf("%d consecutive query errors > consecutiveErrorLimit %d; %s", r.Errors, errorLimit, last)

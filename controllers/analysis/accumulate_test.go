@@ -309,3 +309,39 @@ func TestDueAccumulateLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestAccumulateUnavailable: refused or unanswered measurements count as
+// consecutive errors; past consecutiveErrorLimit the analysis is
+// Unavailable (not terminal, never Inconclusive), and the next measurement
+// taken resets it, keeping the successes counted before.
+func TestAccumulateUnavailable(t *testing.T) {
+	spec := v2Spec()
+	limit := int32(2)
+	spec.ConsecutiveErrorLimit = &limit
+	unavailable := Measurement{Phase: PhaseUnavailable, At: time.Unix(100, 0), Message: "canary query: loki query: HTTP 401: no org id"}
+	r := Accumulate(v1alpha1.AnalysisResult{}, ok(1, 1), spec)
+	for i := 0; i < 5; i++ {
+		r = Accumulate(r, unavailable, spec)
+		want := v1alpha1.AnalysisRunning
+		if r.Errors > limit {
+			want = v1alpha1.AnalysisUnavailable
+		}
+		if r.Phase != want {
+			t.Fatalf("after %d unavailable: phase %s, want %s", i+1, r.Phase, want)
+		}
+	}
+	if v1alpha1.AnalysisTerminal(r.Phase) || !strings.Contains(r.Message, "HTTP 401") || !strings.Contains(r.Message, "backend unavailable") {
+		t.Fatalf("result %+v: want a non-terminal Unavailable naming the status", r)
+	}
+	r = Accumulate(r, ok(1, 1), spec)
+	if r.Phase != v1alpha1.AnalysisRunning || r.Errors != 0 || r.Successful != 2 {
+		t.Fatalf("after the backend answered: %+v, want Running with 2 successes and no errors", r)
+	}
+	// A query error (not the backend's) still ends Inconclusive.
+	for i := 0; i <= int(limit); i++ {
+		r = Accumulate(r, qerr(), spec)
+	}
+	if r.Phase != v1alpha1.AnalysisInconclusive {
+		t.Fatalf("after %d query errors: %s, want Inconclusive", limit+1, r.Phase)
+	}
+}

@@ -137,7 +137,7 @@ func (h *httpQuerier) get(ctx context.Context, endpoint string, params url.Value
 	req.Header.Set("Accept", "application/json")
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return r, fmt.Errorf("%s query: %w", h.provider, err)
+		return r, transportError(ctx, fmt.Errorf("%s query: %w", h.provider, err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
@@ -145,7 +145,11 @@ func (h *httpQuerier) get(ctx context.Context, endpoint string, params url.Value
 		return r, fmt.Errorf("%s query: reading response: %w", h.provider, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return r, fmt.Errorf("%s query: HTTP %d: %s", h.provider, resp.StatusCode, errorBody(body))
+		err := fmt.Errorf("%s query: HTTP %d: %s", h.provider, resp.StatusCode, errorBody(body))
+		if unavailableStatus(resp.StatusCode) {
+			return r, Unavailable(err)
+		}
+		return r, err
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return r, fmt.Errorf("%s query: decoding response: %w", h.provider, err)

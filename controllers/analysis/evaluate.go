@@ -37,6 +37,11 @@ const (
 	PhaseFailed       Phase = v1alpha1.AnalysisFailed
 	PhaseInconclusive Phase = v1alpha1.AnalysisInconclusive
 	PhaseError        Phase = "Error"
+	// PhaseUnavailable is a measurement the backend did not let happen
+	// (UnavailableError): it counts toward consecutiveErrorLimit like an
+	// Error, and past it the analysis waits (v1alpha1.AnalysisUnavailable)
+	// instead of ending Inconclusive.
+	PhaseUnavailable Phase = v1alpha1.AnalysisUnavailable
 )
 
 // Measurement is one evaluation of an analysis: the canary and baseline
@@ -186,9 +191,16 @@ func measureQuery(ctx context.Context, q Querier, profile string, spec *v1alpha1
 	return evaluate(spec, m, baselineNote)
 }
 
-func errorMeasurement(at time.Time, err error) Measurement {
+// ErrorMeasurement is the measurement of a query that could not be taken:
+// PhaseUnavailable for an UnavailableError, PhaseError otherwise.
+func ErrorMeasurement(at time.Time, err error) Measurement {
+	if IsUnavailable(err) {
+		return Measurement{Phase: PhaseUnavailable, At: at, Message: err.Error()}
+	}
 	return Measurement{Phase: PhaseError, At: at, Message: err.Error()}
 }
+
+func errorMeasurement(at time.Time, err error) Measurement { return ErrorMeasurement(at, err) }
 
 // Evaluate decides one measurement from its values (pure):
 //
@@ -212,7 +224,7 @@ func Evaluate(spec *v1alpha1.AnalysisSpec, m Measurement) Measurement {
 }
 
 func evaluate(spec *v1alpha1.AnalysisSpec, m Measurement, noBaseline string) Measurement {
-	if m.Phase == PhaseError {
+	if m.Phase == PhaseError || m.Phase == PhaseUnavailable {
 		return m
 	}
 	m.Threshold = nil

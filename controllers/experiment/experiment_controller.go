@@ -62,10 +62,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Queriers, LokiAddress and PrometheusAddress as for the profiles.
-	Queriers          analysis.QuerierFactory
-	LokiAddress       string
-	PrometheusAddress string
+	// Backends as for the profiles.
+	Backends analysis.Backends
 	// EventLog, when set, also receives every experiment event as a JSON
 	// line labeled {job="nettune-controller", experiment="<name>"}.
 	EventLog eventlog.Log
@@ -79,9 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if r.Queriers == nil {
-		return errors.New("experiment reconciler: no Queriers")
-	}
+	r.Backends = r.Backends.WithDefaults()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NetTuningExperiment{}).
 		Watches(&v1alpha1.NetTuningProfile{}, handler.EnqueueRequestsFromMapFunc(r.experimentsOf)).
@@ -404,9 +400,9 @@ func (r *Reconciler) kernels(ctx context.Context, vehicleLabel string) (func(veh
 
 // measureOne takes one measurement (within 30 seconds).
 func (r *Reconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
-	q, err := analysis.QuerierFor(r.Queriers, r.LokiAddress, r.PrometheusAddress, spec, "its address")
+	q, err := r.Backends.QuerierFor(ctx, spec, "its address")
 	if err != nil {
-		return analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
+		return analysis.ErrorMeasurement(now, err)
 	}
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

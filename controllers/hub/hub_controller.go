@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -72,11 +71,10 @@ type Reconciler struct {
 	ClusterNamespace string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Queriers, LokiAddress and PrometheusAddress: the fleet's central Loki
-	// or Prometheus, which the judge reads.
-	Queriers          analysis.QuerierFactory
-	LokiAddress       string
-	PrometheusAddress string
+	// Backends: the fleet's central Loki or Prometheus, which the judge
+	// reads, and the credentials it asks for (several tenants joined by |
+	// read every cluster's vehicles in one query).
+	Backends analysis.Backends
 	// EventLog, when set, also receives every rollout event as a JSON line.
 	EventLog eventlog.Log
 	// SkipNameValidation lets tests start several managers in one process.
@@ -103,9 +101,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if r.Queriers == nil {
-		r.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
-	}
+	r.Backends = r.Backends.WithDefaults()
 	if r.ClusterNamespace == "" {
 		r.ClusterNamespace = "nettune-system"
 	}
@@ -220,7 +216,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 	var taken []measure.Taken
 	if len(out.Measures) > 0 {
 		var results []v1alpha1.AnalysisResult
-		results, taken = measure.Due(ctx, measure.Config{Queriers: r.Queriers, LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress},
+		results, taken = measure.Due(ctx, r.Backends,
 			p.Name, out, now, Kernels(vehicles))
 		if len(results) > 0 {
 			in.Status, in.Results = out.Status, results

@@ -652,3 +652,43 @@ func TestAnalysisStepWith(t *testing.T) {
 		}
 	})
 }
+
+// TestAnalysisUnavailable: a backend that refuses or does not answer
+// pauses the rollout with a condition naming the analysis and what it
+// answered, keeps the analysis measured (never a promotion, never a
+// rollback, even with onInconclusive Abort), and the rollout goes on by
+// itself once the backend answers.
+func TestAnalysisUnavailable(t *testing.T) {
+	for _, policy := range []v1alpha1.InconclusivePolicy{v1alpha1.InconclusivePause, v1alpha1.InconclusiveAbort} {
+		t.Run(string(policy), func(t *testing.T) {
+			s := newSim(t, shipped(), 6, 2, "r1")
+			s.rollout.Analyses[0].OnInconclusive = policy
+			s.revision = "r2"
+			s.verdict = func(*planner.Measure) string { return v1alpha1.AnalysisUnavailable }
+			out := runUntil(s, 25, phaseIs(v1alpha1.PhasePaused))
+			if out.Status.Phase != v1alpha1.PhasePaused {
+				t.Fatalf("phase %s, want Paused", out.Status.Phase)
+			}
+			c := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionPaused)
+			if c == nil || c.Reason != v1alpha1.ReasonAnalysisUnavailable || !strings.Contains(c.Message, "analysis "+s.rollout.Analyses[0].Name+" at step") {
+				t.Fatalf("Paused condition %+v, want reason %s naming the analysis", c, v1alpha1.ReasonAnalysisUnavailable)
+			}
+			for i := 0; i < 10; i++ {
+				out = s.tick(time.Minute)
+				if out.Status.Phase != v1alpha1.PhasePaused || out.Status.StableRevision != "r1" {
+					t.Fatalf("tick %d while unavailable: phase %s stable %s, want Paused on r1", i, out.Status.Phase, out.Status.StableRevision)
+				}
+				if len(out.Measures) == 0 || out.RequeueAfter <= 0 {
+					t.Fatalf("tick %d while unavailable: measures %v requeue %s: the analysis must be measured again", i, out.Measures, out.RequeueAfter)
+				}
+				if n := count(out, "r2"); n > 2 {
+					t.Fatalf("tick %d: %d vehicles on r2 while the analysis could not measure", i, n)
+				}
+			}
+			s.verdict = func(*planner.Measure) string { return v1alpha1.AnalysisSuccessful }
+			if out = runUntil(s, 25, phaseIs(v1alpha1.PhaseHealthy)); out.Status.Phase != v1alpha1.PhaseHealthy || out.Status.StableRevision != "r2" {
+				t.Fatalf("after the backend answered: phase %s stable %s, want Healthy on r2 without a promote", out.Status.Phase, out.Status.StableRevision)
+			}
+		})
+	}
+}

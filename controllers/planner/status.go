@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -112,7 +113,7 @@ func (p *plan) conditions() {
 		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, "RolloutInProgress", "")
 	}
 	if st.Phase == v1alpha1.PhasePaused {
-		set(v1alpha1.ConditionPaused, metav1.ConditionTrue, pausedReason(p), step)
+		set(v1alpha1.ConditionPaused, metav1.ConditionTrue, pausedReason(p), pausedMessage(p, step))
 	} else {
 		set(v1alpha1.ConditionPaused, metav1.ConditionFalse, "NotPaused", "")
 	}
@@ -131,6 +132,21 @@ func (p *plan) conditions() {
 	}
 }
 
+// pausedMessage is the Paused condition's message: the progress, led by
+// the analyses whose backend is unavailable (name and what it answered).
+func pausedMessage(p *plan, step string) string {
+	if pausedReason(p) != v1alpha1.ReasonAnalysisUnavailable {
+		return step
+	}
+	var parts []string
+	for _, a := range p.st().Analysis {
+		if a.Phase == v1alpha1.AnalysisUnavailable {
+			parts = append(parts, fmt.Sprintf("analysis %s at step %d unavailable: %s", a.Name, a.Step, a.Message))
+		}
+	}
+	return strings.Join(append(parts, step), "; ")
+}
+
 func pausedReason(p *plan) string {
 	if p.in.Rollout != nil && p.in.Rollout.Paused {
 		return "PausedByUser"
@@ -138,6 +154,11 @@ func pausedReason(p *plan) string {
 	for _, a := range p.st().Analysis {
 		if a.Phase == v1alpha1.AnalysisInconclusive {
 			return v1alpha1.ReasonAnalysisInconclusive
+		}
+	}
+	for _, a := range p.st().Analysis {
+		if a.Phase == v1alpha1.AnalysisUnavailable {
+			return v1alpha1.ReasonAnalysisUnavailable
 		}
 	}
 	return "PauseStep"

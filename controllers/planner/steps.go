@@ -160,6 +160,15 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 		st.Phase = v1alpha1.PhasePaused
 		return false, false
 	}
+	// A backend that refuses or does not answer pauses the rollout, which
+	// goes on by itself once it answers: the analysis is measured again at
+	// its interval below.
+	unavailable := false
+	for k := range names {
+		if phase(k) == v1alpha1.AnalysisUnavailable && !specs[k].DryRun {
+			unavailable = true
+		}
+	}
 	// Running or not started: ask for a measurement of each.
 	var canary, baseline []string
 	for _, v := range p.in.Vehicles {
@@ -191,6 +200,9 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 			next = r.LastMeasured.Add(interval).Sub(p.in.Now)
 		}
 		p.requeue(next)
+	}
+	if unavailable {
+		st.Phase = v1alpha1.PhasePaused
 	}
 	if pending {
 		return false, false

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -70,11 +69,8 @@ type Reconciler struct {
 	Namespace string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Queriers makes analysis clients (HTTPQueriers(http.DefaultClient) when nil).
-	Queriers analysis.QuerierFactory
-	// LokiAddress and PrometheusAddress are used by analyses without an address.
-	LokiAddress       string
-	PrometheusAddress string
+	// Backends says where analyses query and with which credentials.
+	Backends analysis.Backends
 	// EventLog, when set, also receives every rollout event as a JSON line
 	// (see eventlog.RolloutLine), e.g. to ship them to Loki. It never changes a
 	// decision.
@@ -104,9 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if r.Queriers == nil {
-		r.Queriers = analysis.HTTPQueriers(&http.Client{Timeout: 30 * time.Second})
-	}
+	r.Backends = r.Backends.WithDefaults()
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = 4
@@ -320,7 +314,7 @@ func (r *Reconciler) findings(profile string) *planner.RenderFindings {
 }
 
 func (r *Reconciler) measureConfig() measure.Config {
-	return measure.Config{Queriers: r.Queriers, LokiAddress: r.LokiAddress, PrometheusAddress: r.PrometheusAddress}
+	return r.Backends
 }
 
 // announce records a measurement taken in the metrics and as an event.

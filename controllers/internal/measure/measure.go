@@ -33,12 +33,8 @@ import (
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-// Config says where analyses without an address query.
-type Config struct {
-	Queriers          analysis.QuerierFactory
-	LokiAddress       string
-	PrometheusAddress string
-}
+// Config says where analyses query and with which credentials.
+type Config = analysis.Backends
 
 // Kernels says what the given vehicles' kernels reported, for an analysis
 // to check what each cohort can measure.
@@ -98,9 +94,9 @@ func take(ctx context.Context, c Config, profile string, m *planner.Measure, st 
 		return Taken{}, false
 	}
 	var meas analysis.Measurement
-	q, err := analysis.QuerierFor(c.Queriers, c.LokiAddress, c.PrometheusAddress, spec, "spec.rollout.analyses[].address")
+	q, err := c.QuerierFor(ctx, spec, "spec.rollout.analyses[].address")
 	if err != nil {
-		meas = analysis.Measurement{Phase: analysis.PhaseError, At: now, Message: err.Error()}
+		meas = analysis.ErrorMeasurement(now, err)
 	} else {
 		// The cohorts settled when the analysis took its first measurement
 		// (a judge counts messages only from one step after that).
