@@ -193,10 +193,12 @@ func newLokiProxy(t *testing.T) *lokiProxy {
 
 // TestLokiFaults runs the canary's analysis against a Loki that is
 // unreachable, or answers HTML, an empty vector or NaN: never a promotion on
-// missing data, the analysis' onInconclusive (Pause or Abort) reached after
-// exactly its error or inconclusive limit, and the fleet converges once the
-// fault clears (promoted by hand from the pause; back on the stable
-// revision after the abort).
+// missing data. An unreachable Loki says nothing of the canaries: the
+// rollout pauses (the analysis Unavailable) past the error limit and goes
+// on by itself once Loki answers. Otherwise the analysis' onInconclusive
+// (Pause or Abort) is reached after exactly its error or inconclusive
+// limit, and the fleet converges once the fault clears (promoted by hand
+// from the pause; back on the stable revision after the abort).
 func TestLokiFaults(t *testing.T) {
 	cases := []struct {
 		mode string
@@ -252,6 +254,16 @@ func TestLokiFaults(t *testing.T) {
 			}
 			var counted string
 			switch {
+			case c.mode == "unreachable":
+				// No answer says nothing of the canaries: the analysis
+				// waits (Unavailable, measured again at each interval).
+				counted = fmt.Sprintf("%d unanswered measurements", res.Errors)
+				if res.Errors < *a.ConsecutiveErrorLimit+1 || res.Phase != v1alpha1.AnalysisUnavailable {
+					t.Errorf("paused with %d errors, phase %s; want at least consecutiveErrorLimit+1 = %d, Unavailable", res.Errors, res.Phase, *a.ConsecutiveErrorLimit+1)
+				}
+				if cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPaused); cond == nil || cond.Reason != v1alpha1.ReasonAnalysisUnavailable {
+					t.Errorf("Paused condition %+v, want reason %s", cond, v1alpha1.ReasonAnalysisUnavailable)
+				}
 			case res.Errors > 0:
 				counted = fmt.Sprintf("%d query errors", res.Errors)
 				if res.Errors != *a.ConsecutiveErrorLimit+1 {
@@ -272,8 +284,16 @@ func TestLokiFaults(t *testing.T) {
 
 			proxy.mode.Store("pass")
 			cleared := time.Now()
-			switch c.on {
-			case v1alpha1.InconclusivePause:
+			switch {
+			case c.mode == "unreachable":
+				// It goes on by itself once Loki answers: no promote.
+				if r := healthy(t, name, 3*time.Minute); r != r2 {
+					t.Fatalf("stable %s once Loki answered, want %s", r, r2)
+				}
+				waitFor(t, time.Minute, "every node on "+r2, func() bool { return converged(t, name, r2, base+1) })
+				outcome = fmt.Sprintf("Paused after %s (%s), no vehicle beyond the canary; went on by itself once Loki answered", round(reached), counted)
+				conv = round(time.Since(cleared)) + " from Loki answering to every node on the new revision"
+			case c.on == v1alpha1.InconclusivePause:
 				if out, err := f.Plugin(context.Background(), "promote", name); err != nil {
 					t.Fatal(err, out)
 				}
