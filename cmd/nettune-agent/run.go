@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +44,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
 	"github.com/nettune/nettune/node-agent/latency"
@@ -65,6 +68,8 @@ type runOptions struct {
 	lokiURL            string
 	lokiBufferDir      string
 	lokiBufferMaxBytes int64
+	lokiCredsDir       string
+	lokiInsecure       bool
 	clockSkew          time.Duration
 	probeTopics        topicFlags
 }
@@ -111,6 +116,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.lokiURL, "loki-url", "", "Loki base URL (e.g. http://loki:3100) to ship probe samples and apply events to; empty ships nothing")
 	fs.StringVar(&o.lokiBufferDir, "loki-buffer-dir", "", "directory buffering what Loki has not taken yet (default <state-dir>/loki-buffer)")
 	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
+	fs.StringVar(&o.lokiCredsDir, "loki-credentials-dir", "", "directory of the Loki push's credentials, one file per key (a mounted Secret, or files Ansible put on the vehicle): tenant (X-Scope-OrgID), username and password (basic auth) or token (bearer), ca.crt (CA trusted instead of the system's), tls.crt and tls.key (client certificate), header.NAME (an extra header); read again at every push, so a rotation needs no restart")
+	fs.BoolVar(&o.lokiInsecure, "loki-insecure-skip-verify", false, "do not verify Loki's TLS certificate (a test installation only: anyone on the path could read the credentials)")
 	fs.Var(&o.probeTopics, "probe-topic", "emulate a middleware topic towards every peer with a probe port, as name:size:rate (bytes, messages/s), e.g. planning:4096:100; repeatable; none turns the latency probe off")
 }
 
@@ -123,6 +130,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 	if o.heartbeat <= 0 || o.resync <= 0 || o.leaseRenew < 0 {
 		return fmt.Errorf("--heartbeat (%s) and --resync (%s) must be above 0, --lease-renew (%s) at least 0", o.heartbeat, o.resync, o.leaseRenew)
+	}
+	if err := checkLokiURL(o.lokiURL); err != nil {
+		return err
 	}
 	log := c.logger(out).WithValues("node", o.node)
 	ctrl.SetLogger(log)
@@ -182,8 +192,13 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		if o.vehicle == "" {
 			log.Info("--vehicle is not set: what is shipped to Loki has no vehicle label")
 		}
+		client, redact, err := lokiClient(o, log.WithName("loki"))
+		if err != nil {
+			close(shipped)
+			return err
+		}
 		shipper, err = lokipush.New(lokipush.Options{URL: o.lokiURL, Dir: dir, MaxBytes: o.lokiBufferMaxBytes,
-			Log: log.WithName("loki"), Registerer: metrics.Registry})
+			Client: client, Redact: redact, Log: log.WithName("loki"), Registerer: metrics.Registry})
 		if err != nil {
 			close(shipped)
 			return err
@@ -234,6 +249,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 
 	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now, Kernel: &features}
+	if shipper != nil {
+		r.Logs = shipper // the LogsShipped condition
+	}
 	// The agent's own metrics carry the vehicle as well as the node, and its
 	// TCP metrics the host too, like the probe's: dashboards select them by
 	// vehicle with or without the latency probe, and analyses group the TCP
@@ -311,6 +329,65 @@ func runManager(ctx context.Context, r *agent.Reconciler, o *runOptions, log log
 	}
 	log.Info("watching NodeNetTuning", "name", o.node, "apiServer", cfg.Host)
 	return mgr.Start(ctx)
+}
+
+// lokiPushTimeout bounds one push to Loki.
+const lokiPushTimeout = 10 * time.Second
+
+// checkLokiURL refuses a --loki-url that is not an http(s) URL or that
+// carries credentials (user:password@): they would show in the process
+// list, the logs and the DaemonSet's spec. The error never repeats them.
+func checkLokiURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the URL, which may hold a password
+		}
+		return fmt.Errorf("--loki-url is not a URL: %v", err)
+	}
+	if u.User != nil {
+		return errors.New("--loki-url carries a user name or password (user:password@): remove them from the URL and give the credentials with --loki-credentials-dir instead (a directory with the keys username and password, or token, and tenant)")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--loki-url %q is not an http:// or https:// URL with a host", u.Redacted())
+	}
+	return nil
+}
+
+// lokiClient is the Loki push's HTTP client: with --loki-credentials-dir an
+// httpauth.DirClient (the directory read again at every push; a directory
+// that cannot be read keeps the lines on disk, reported as
+// CredentialsInvalid, rather than stopping the agent, whose first job is
+// the host's tuning), else a plain client. redact scrubs the directory's
+// current secret values from what the shipper reports.
+func lokiClient(o *runOptions, log logr.Logger) (*http.Client, func(string) string, error) {
+	if o.lokiCredsDir == "" {
+		if !o.lokiInsecure {
+			return &http.Client{Timeout: lokiPushTimeout}, nil, nil
+		}
+		log.Info("TLS verification of Loki's certificate is off (--loki-insecure-skip-verify)")
+		c, err := httpauth.NewTransports().Client(&httpauth.Credentials{Source: "--loki-insecure-skip-verify", InsecureSkipVerify: true}, lokiPushTimeout)
+		return c, nil, err
+	}
+	dir := o.lokiCredsDir
+	if creds, err := httpauth.ReadDir(dir); err != nil {
+		// Errors name the directory and the key, never a value.
+		log.Error(err, "Loki credentials cannot be used yet; lines are kept on disk until they can", "dir", dir)
+	} else {
+		creds.InsecureSkipVerify = o.lokiInsecure
+		log.Info("Loki credentials", "dir", dir, "sending", creds.Describe())
+	}
+	redact := func(s string) string {
+		if c, err := httpauth.ReadDir(dir); err == nil {
+			return c.Redact(s)
+		}
+		return s
+	}
+	return httpauth.DirClient(dir, o.lokiInsecure, lokiPushTimeout), redact, nil
 }
 
 // defaultLeaseNamespace is $POD_NAMESPACE (the chart sets it to the

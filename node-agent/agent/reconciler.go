@@ -100,6 +100,9 @@ type Reconciler struct {
 	// (an apply may have loaded one; kept as probed when they cannot be
 	// read).
 	Kernel *kernel.Features
+	// Logs, when set, reports the push to Loki: the status carries it as
+	// the LogsShipped condition (ConditionLogsShipped).
+	Logs LogShipper
 
 	// Now is the clock of the status' heartbeat (time.Now when nil).
 	Now func() time.Time
@@ -364,16 +367,23 @@ func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.Nod
 		reason = "Repaired"
 	}
 	set(v1alpha1.ConditionDrifted, drifted, reason, fmt.Sprintf("%d drift repair(s) since the agent started", st.DriftRepairs))
+	r.setLogsShippedCondition(&st, gen)
 	return st
 }
 
-// statusEqual compares two statuses ignoring heartbeat and condition times.
+// statusEqual compares two statuses ignoring heartbeat and condition times,
+// and the message of the LogsShipped condition (its count of lines on disk
+// moves at every push: a change of its status or reason is written, the
+// message follows with the next write).
 func statusEqual(a, b v1alpha1.NodeNetTuningStatus) bool {
 	a.LastHeartbeatTime, b.LastHeartbeatTime = nil, nil
 	strip := func(cs []metav1.Condition) []metav1.Condition {
 		out := make([]metav1.Condition, len(cs))
 		for i, c := range cs {
 			c.LastTransitionTime = metav1.Time{}
+			if c.Type == ConditionLogsShipped {
+				c.Message = ""
+			}
 			out[i] = c
 		}
 		return out

@@ -18,16 +18,22 @@ limitations under the License.
 // (POST {URL}/loki/api/v1/push) from a vehicle whose uplink comes and goes.
 //
 // Lines are batched in memory (Add never blocks on the network). A batch
-// Loki does not take (connection refused, timeout, HTTP 5xx or 429) is
-// written to a segment file in Options.Dir and retried with exponential
-// backoff; segments are sent oldest first, before any newer data, so an
-// offline vehicle's lines reach Loki late but in order and with their own
-// timestamps. The segments' total size is bounded by Options.MaxBytes: the
-// oldest are dropped first (nettune_loki_dropped_entries_total). Segments
-// survive a restart: New picks them up.
+// Loki does not take (connection refused, timeout, TLS failure, HTTP 5xx,
+// 429, 408, a refused login: 401, 403, 407, or credentials the client could
+// not read) is written to a segment file in Options.Dir and retried with
+// exponential backoff; segments are sent oldest first, before any newer
+// data, so an offline vehicle's lines, or those of a vehicle whose
+// credentials were revoked until they are rotated, reach Loki late but in
+// order and with their own timestamps. The segments' total size is bounded
+// by Options.MaxBytes: the oldest are dropped first
+// (nettune_loki_dropped_entries_total). Segments survive a restart: New
+// picks them up.
 //
-// A batch Loki rejects with any other 4xx (bad labels, line too long, too
-// old) is dropped with a logged error: bad data must not block the queue.
+// A batch Loki rejects with any other 4xx (400: bad labels, line too long,
+// too old) is dropped with a logged error: bad data must not block the
+// queue.
+//
+// Health reports the latest push outcome (for the agent's status).
 //
 // Segment files are named <seq>-<entries>.json.gz (seq: 20 digits, so the
 // names sort in push order), hold one gzip-compressed push request body, and
@@ -91,8 +97,14 @@ type Options struct {
 	// MaxMemoryEntries bounds the lines held in memory while a push is in
 	// flight; Add drops (and counts) lines beyond it. Default 200000.
 	MaxMemoryEntries int
-	// Client sends the pushes. Default: a client with a 10s timeout.
+	// Client sends the pushes. Default: a client with a 10s timeout. With
+	// credentials: an httpauth client (httpauth.DirClient re-reads a
+	// mounted Secret at every push, so a rotation needs no restart).
 	Client *http.Client
+	// Redact, when set, scrubs secret values from the messages of Health
+	// and of the logs about an answer (e.g. Credentials.Redact); an answer
+	// refusing the credentials (401, 403, 407) is never quoted anyway.
+	Redact func(string) string
 	// Log receives push errors and dropped data.
 	Log logr.Logger
 	// Registerer, when set, registers the shipper's metrics.
@@ -125,6 +137,11 @@ type Shipper struct {
 
 	droppedSinceLog int
 	lastDropLog     time.Time
+
+	// health is the latest push outcome (Health), under healthMu: Run
+	// writes it, the agent's reconciler reads it.
+	healthMu sync.Mutex
+	health   PushHealth
 }
 
 type metrics struct {
@@ -138,7 +155,7 @@ type metrics struct {
 // Reasons of nettune_loki_dropped_entries_total.
 const (
 	DropBufferFull = "buffer_full" // oldest segment dropped to stay within MaxBytes
-	DropRejected   = "rejected"    // Loki answered 4xx (not 429)
+	DropRejected   = "rejected"    // Loki answered 400 or another 4xx it does not retry (see retryable)
 	DropMemoryFull = "memory_full" // Add beyond MaxMemoryEntries
 	DropInvalid    = "invalid"     // no or invalid labels
 	DropUnreadable = "unreadable"  // a segment file could not be read back
@@ -156,7 +173,7 @@ func newMetrics() metrics {
 			Name: "nettune_loki_buffered_entries", Help: "Log entries in segment files waiting on disk for Loki.",
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nettune_loki_push_errors_total", Help: "Failed pushes by HTTP status code (\"network\" when there was no answer).",
+			Name: "nettune_loki_push_errors_total", Help: "Failed pushes by HTTP status code (\"network\" when there was no answer, \"credentials\" when the credentials could not be read).",
 		}, []string{"code"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nettune_loki_dropped_entries_total", Help: "Log entries dropped without reaching Loki, by reason (buffer_full, rejected, memory_full, invalid, unreadable).",
@@ -506,34 +523,38 @@ const (
 	pushDropped
 )
 
-// push sends one gzip-compressed body and classifies the answer; it
-// updates the backoff and the metrics.
+// push sends one gzip-compressed body and classifies the answer (see
+// classify); it updates the backoff, the metrics and Health.
 func (s *Shipper) push(ctx context.Context, body []byte, entries int) pushResult {
 	code, msg, err := s.post(ctx, body)
+	if err != nil && ctx.Err() != nil {
+		// Run is ending (or the shutdown push ran out of time): not an
+		// outcome of Loki's, the batch goes to disk.
+		return pushRetry
+	}
+	o := classify(code, msg, err)
 	switch {
-	case err == nil && code/100 == 2:
+	case o.ok:
 		s.metrics.pushed.Add(float64(entries))
 		s.retryAt, s.backoff = time.Time{}, 0
+		s.setHealth(o, "")
 		return pushOK
-	case err != nil || code == http.StatusTooManyRequests || code/100 == 5:
-		label := "network"
-		if err == nil {
-			label = strconv.Itoa(code)
-			err = fmt.Errorf("HTTP %d: %s", code, msg)
-		}
-		s.metrics.errors.WithLabelValues(label).Inc()
+	case o.retry:
+		s.metrics.errors.WithLabelValues(o.code).Inc()
 		if s.backoff == 0 {
 			s.backoff = s.opts.MinBackoff
 		} else {
 			s.backoff = min(2*s.backoff, s.opts.MaxBackoff)
 		}
 		s.retryAt = time.Now().Add(s.backoff)
-		s.opts.Log.V(1).Info("Loki push failed; buffering on disk", "error", err.Error(), "entries", entries, "retryIn", s.backoff)
+		s.setHealth(o, "")
+		s.opts.Log.V(1).Info("Loki push failed; buffering on disk", "code", o.code, "reason", o.reason, "error", o.message, "entries", entries, "retryIn", s.backoff)
 		return pushRetry
 	default:
-		s.metrics.errors.WithLabelValues(strconv.Itoa(code)).Inc()
+		s.metrics.errors.WithLabelValues(o.code).Inc()
 		s.metrics.dropped.WithLabelValues(DropRejected).Add(float64(entries))
-		s.opts.Log.Error(fmt.Errorf("HTTP %d: %s", code, msg), "Loki rejected a batch; dropping it", "entries", entries)
+		s.setHealth(o, fmt.Sprintf("; a batch of %d line(s) was dropped", entries))
+		s.opts.Log.Error(errors.New(o.message), "Loki rejected a batch; dropping it", "entries", entries)
 		return pushDropped
 	}
 }
@@ -721,8 +742,12 @@ func (s *Shipper) bufferedEntries() int {
 }
 
 func (s *Shipper) updateGauges() {
+	n := s.bufferedEntries()
 	s.metrics.buffered.Set(float64(s.bufferedBytes()))
-	s.metrics.bufEntr.Set(float64(s.bufferedEntries()))
+	s.metrics.bufEntr.Set(float64(n))
+	s.healthMu.Lock()
+	s.health.Buffered = n
+	s.healthMu.Unlock()
 }
 
 // pushRequest is Loki's JSON push body.
