@@ -106,6 +106,19 @@ var valueSets = map[string][]string{
 		"--set", "imagePullSecrets={regcred}",
 		"--set", "image.tag=0.1.0-rc1",
 	},
+	// A user's stack: TLS, a tenant and credentials from Secrets for the
+	// controller's queries and push, the agents' push and Grafana.
+	"authenticated": {
+		"--set", "observability.lokiURL=https://loki-gateway.monitoring",
+		"--set", "observability.lokiSecret=loki",
+		"--set", "observability.prometheusURL=https://prometheus.monitoring:9090",
+		"--set", "observability.prometheusSecret=prometheus",
+		"--set", "observability.agentCredentials.secretName=nettune-agent-loki",
+		"--set", "grafana.datasource.enabled=true",
+		"--set", "grafana.datasource.auth.tenant=true",
+		"--set", "grafana.datasource.auth.basicAuth=true",
+		"--set", "grafana.datasource.auth.caCert=true",
+	},
 	"minimal": {
 		"--set", "nodeIsolation.enabled=false",
 		"--set", "profileWarnings.enabled=false",

@@ -43,3 +43,12 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The Secret with the credentials of the controller's event push to Loki:
+observability.lokiPushSecret, else observability.lokiSecret (one tenant:
+a push takes one).
+*/}}
+{{- define "nettune.lokiPushSecret" -}}
+{{- .Values.observability.lokiPushSecret | default .Values.observability.lokiSecret -}}
+{{- end }}
