@@ -25,6 +25,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -137,6 +138,11 @@ func (h *httpQuerier) get(ctx context.Context, endpoint string, params url.Value
 	req.Header.Set("Accept", "application/json")
 	resp, err := h.client.Do(req)
 	if err != nil {
+		// The query string is in the profile already: name the endpoint.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = endpoint
+		}
 		return r, transportError(ctx, fmt.Errorf("%s query: %w", h.provider, err))
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -176,6 +182,13 @@ func errorBody(body []byte) string {
 		}
 	}
 	s := strings.TrimSpace(string(body))
+	// A gateway's HTML error page: its title says it ("401 Authorization
+	// Required").
+	if strings.HasPrefix(s, "<") {
+		if m := htmlTitle.FindStringSubmatch(s); m != nil {
+			s = strings.TrimSpace(m[1]) + " (an HTML page)"
+		}
+	}
 	if len(s) > maxErrorBody {
 		cut := maxErrorBody
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -188,6 +201,8 @@ func errorBody(body []byte) string {
 	}
 	return s
 }
+
+var htmlTitle = regexp.MustCompile(`(?is)<title>([^<]*)</title>`)
 
 // apiResponse is the envelope shared by Prometheus and Loki:
 //

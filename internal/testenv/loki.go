@@ -52,12 +52,51 @@ const (
 // ingester, so what was pushed is queryable at once, whatever its timestamps.
 // Streams are stored with exactly the labels pushed (no service_name or
 // detected_level is added).
+//
+// StartLoki runs it with auth_enabled: false (one tenant, "fake", no
+// X-Scope-OrgID needed); StartLokiOpts with LokiOptions{Auth: true} runs it
+// multi-tenant, as Loki runs by default.
 type Loki struct {
 	// URL is the HTTP base address, e.g. http://127.0.0.1:34567.
 	URL string
+	// Tenant is the X-Scope-OrgID the helpers (Push, WaitForCount, queries)
+	// send; "" sends none. StartLokiOpts with Auth sets it to
+	// LokiOptions.Tenant (default DefaultLokiTenant). A query may name
+	// several tenants joined by "|" (multi-tenant queries are enabled).
+	Tenant string
 
 	dir  string
 	proc *process
+}
+
+// DefaultLokiTenant is the Tenant of a Loki started with Auth and no Tenant.
+const DefaultLokiTenant = "nettune-test"
+
+// LokiOptions configures StartLokiOpts and RunLokiOpts.
+type LokiOptions struct {
+	// Auth runs Loki multi-tenant (auth_enabled: true, Loki's default, and
+	// querier.multi_tenant_queries_enabled: true): a push or query without
+	// X-Scope-OrgID gets 401 "no org id".
+	Auth bool
+	// Tenant is the Loki's Tenant when Auth is set ("" = DefaultLokiTenant).
+	Tenant string
+}
+
+// WithTenant returns a copy of l whose helpers send X-Scope-OrgID tenant
+// (several joined by "|" for queries). Use it for helper calls only: Stop and
+// Restart belong to the Loki StartLoki returned.
+func (l *Loki) WithTenant(tenant string) *Loki {
+	c := *l
+	c.Tenant = tenant
+	return &c
+}
+
+// header is the X-Scope-OrgID of l's Tenant, if any.
+func (l *Loki) header() http.Header {
+	if l.Tenant == "" {
+		return nil
+	}
+	return http.Header{"X-Scope-Orgid": {l.Tenant}}
 }
 
 // LokiEntry is one log line and its timestamp.
@@ -71,6 +110,13 @@ type LokiEntry struct {
 // its directory removed when the test ends.
 func StartLoki(t testing.TB) *Loki {
 	t.Helper()
+	return StartLokiOpts(t, LokiOptions{})
+}
+
+// StartLokiOpts is StartLoki with options, e.g. LokiOptions{Auth: true} for
+// a multi-tenant Loki.
+func StartLokiOpts(t testing.TB, opts LokiOptions) *Loki {
+	t.Helper()
 	root, err := localcp.RepoRoot()
 	if err != nil {
 		t.Fatalf("testenv: finding bin/loki: %v", err)
@@ -81,7 +127,7 @@ func StartLoki(t testing.TB) *Loki {
 	}
 
 	for attempt := 1; ; attempt++ {
-		l, err := startLoki(t, bin)
+		l, err := startLoki(t, bin, opts)
 		if err == nil {
 			return l
 		}
@@ -96,26 +142,31 @@ func StartLoki(t testing.TB) *Loki {
 // errRetry marks a start that failed because a port was taken meanwhile.
 var errRetry = errors.New("a listen port was taken before Loki bound it")
 
-func startLoki(t testing.TB, bin string) (*Loki, error) {
+func startLoki(t testing.TB, bin string, opts LokiOptions) (*Loki, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nettune-loki-")
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	l, err := launchLoki(bin, dir)
+	l, err := launchLoki(bin, dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	registerCleanup(t, l.proc, dir)
-	t.Logf("testenv: Loki ready at %s in %v (dir %s)", l.URL, time.Since(began).Round(time.Millisecond), dir)
+	t.Logf("testenv: Loki ready at %s in %v (dir %s, auth %t, tenant %q)", l.URL, time.Since(began).Round(time.Millisecond), dir, opts.Auth, l.Tenant)
 	return l, nil
 }
 
 // RunLoki starts Loki outside a test (the demo), with its data in dir
 // (emptied first), on free ports, and waits until it is ready. Close stops it.
 func RunLoki(dir string) (*Loki, error) {
+	return RunLokiOpts(dir, LokiOptions{})
+}
+
+// RunLokiOpts is RunLoki with options (see LokiOptions).
+func RunLokiOpts(dir string, opts LokiOptions) (*Loki, error) {
 	root, err := localcp.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -124,7 +175,7 @@ func RunLoki(dir string) (*Loki, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s is missing (%v): run `make tools`", bin, err)
 	}
-	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir) })
+	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir, opts) })
 }
 
 // Close stops a Loki started by RunLoki (its data stays in its directory).
@@ -134,14 +185,14 @@ func (l *Loki) Close() error {
 }
 
 // launchLoki writes the configuration into dir and starts Loki there.
-func launchLoki(bin, dir string) (*Loki, error) {
+func launchLoki(bin, dir string, opts LokiOptions) (*Loki, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	httpPort, grpcPort := ports[0], ports[1]
 	configPath := filepath.Join(dir, "loki.yaml")
-	if err := os.WriteFile(configPath, []byte(lokiConfig(dir, httpPort, grpcPort)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(lokiConfig(dir, httpPort, grpcPort, opts.Auth)), 0o644); err != nil {
 		return nil, err
 	}
 	p, err := startProcess("loki", bin, []string{"-config.file=" + configPath, "-target=all"}, dir, filepath.Join(dir, "loki.log"))
@@ -149,6 +200,12 @@ func launchLoki(bin, dir string) (*Loki, error) {
 		return nil, err
 	}
 	l := &Loki{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dir: dir, proc: p}
+	if opts.Auth {
+		l.Tenant = opts.Tenant
+		if l.Tenant == "" {
+			l.Tenant = DefaultLokiTenant
+		}
+	}
 	if err := waitReady(p, l.URL+"/ready", lokiReadyTimeout); err != nil {
 		p.stop()
 		if errors.Is(err, errExited) && addrInUse(p) {
@@ -159,10 +216,11 @@ func launchLoki(bin, dir string) (*Loki, error) {
 	return l, nil
 }
 
-// lokiConfig is a minimal single-binary configuration for tests.
-func lokiConfig(dir string, httpPort, grpcPort int) string {
+// lokiConfig is a minimal single-binary configuration for tests; auth makes
+// it multi-tenant.
+func lokiConfig(dir string, httpPort, grpcPort int, auth bool) string {
 	return fmt.Sprintf(`# Written by internal/testenv for one test.
-auth_enabled: false
+auth_enabled: %[4]t
 
 server:
   http_listen_address: 127.0.0.1
@@ -214,6 +272,8 @@ querier:
   # pushed with old timestamps would otherwise be invisible.
   query_ingesters_within: 0
   max_concurrent: 8
+  # Queries may name several tenants (X-Scope-OrgID: a|b) when auth is on.
+  multi_tenant_queries_enabled: %[4]t
 
 # Single binary: the query-frontend and the queriers find the in-process
 # query-scheduler through its ring; poll it every second instead of every
@@ -252,7 +312,7 @@ compactor:
 
 analytics:
   reporting_enabled: false
-`, dir, httpPort, grpcPort)
+`, dir, httpPort, grpcPort, auth)
 }
 
 // lokiStream is one stream of a push request.
@@ -275,14 +335,22 @@ func (l *Loki) Push(t testing.TB, labels map[string]string, entries []LokiEntry)
 	if err != nil {
 		t.Fatalf("testenv: encoding Loki push: %v", err)
 	}
-	resp, err := httpClient.Post(l.URL+"/loki/api/v1/push", "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, l.URL+"/loki/api/v1/push", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("testenv: Loki push request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range l.header() {
+		req.Header[k] = v
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatalf("testenv: pushing %d entries to Loki: %v", len(entries), err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode/100 != 2 {
-		t.Fatalf("testenv: pushing %d entries %v to Loki: HTTP %d: %s", len(entries), labels, resp.StatusCode, strings.TrimSpace(string(answer)))
+		t.Fatalf("testenv: pushing %d entries %v to Loki (tenant %q): HTTP %d: %s", len(entries), labels, l.Tenant, resp.StatusCode, strings.TrimSpace(string(answer)))
 	}
 }
 
@@ -319,7 +387,7 @@ func (l *Loki) WaitForCount(t testing.TB, logql string, want int, timeout time.D
 			last = fmt.Sprintf("count %v", sum)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("testenv: Loki query %s did not reach %d within %v; last: %s", query, want, timeout, last)
+			t.Fatalf("testenv: Loki query %s (tenant %q) did not reach %d within %v; last: %s", query, l.Tenant, want, timeout, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -336,7 +404,7 @@ func (l *Loki) instantQuery(query string, ts time.Time) ([]float64, error) {
 		"query": {query},
 		"time":  {strconv.FormatInt(ts.UnixNano(), 10)},
 	}.Encode()
-	code, body, err := httpGet(ctx, u)
+	code, body, err := httpGetWith(ctx, httpClient, u, l.header())
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package testenv starts real backing services for tests: a single-binary
-// Loki (bin/loki, built by `make tools`) and Debian's Prometheus
-// (/usr/bin/prometheus). Nothing here is a fake: tests push and scrape real
-// data and run real LogQL/PromQL against it.
+// Loki (bin/loki, built by `make tools`), Debian's Prometheus
+// (/usr/bin/prometheus) and, as a user's stack puts in front of Loki, a TLS
+// and basic-auth gateway (Debian's nginx). Nothing here is a fake: tests push
+// and scrape real data and run real LogQL/PromQL against it.
 //
 // Every service runs on 127.0.0.1 on free ports with its state in a fresh
 // temporary directory, in its own process group; t.Cleanup kills the group
@@ -64,6 +65,13 @@ type process struct {
 // while locked to its thread, as network-namespace code does), so the fork
 // happens on a thread locked for the child's whole life.
 func startProcess(name, bin string, args []string, dir, logPath string) (*process, error) {
+	return startProcessFlags(name, bin, args, dir, logPath, 0)
+}
+
+// startProcessFlags is startProcess with clone flags, e.g. CLONE_NEWPID:
+// the process is then the init of a new PID namespace, and when it dies
+// (Pdeathsig included) the kernel kills every process it started.
+func startProcessFlags(name, bin string, args []string, dir, logPath string, cloneflags uintptr) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s log: %w", name, err)
@@ -72,7 +80,7 @@ func startProcess(name, bin string, args []string, dir, logPath string) (*proces
 	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: cloneflags}
 	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 
 	started := make(chan error, 1)
@@ -181,21 +189,26 @@ var errExited = errors.New("exited before becoming ready")
 
 // waitReady polls url until it answers 200, the process exits or timeout passes.
 func waitReady(p *process, url string, timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second}
+	return waitReadyWith(p, &http.Client{Timeout: 2 * time.Second}, url, nil, timeout)
+}
+
+// waitReadyWith is waitReady with client (e.g. one trusting a test CA) and
+// header (e.g. credentials) on every request.
+func waitReadyWith(p *process, client *http.Client, url string, header http.Header, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
 		if !p.running() {
 			return fmt.Errorf("%s %w (%v)", p.name, errExited, p.waitErr)
 		}
-		resp, err := client.Get(url)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		code, body, err := httpGetWith(ctx, client, url, header)
+		cancel()
 		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if code == http.StatusOK {
 				return nil
 			}
-			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+			last = fmt.Sprintf("HTTP %d: %s", code, strings.TrimSpace(truncate(body)))
 		} else {
 			last = err.Error()
 		}
@@ -212,7 +225,7 @@ func waitReady(p *process, url string, timeout time.Duration) error {
 // addrInUse reports whether the log says a listener could not bind.
 func addrInUse(p *process) bool {
 	b, err := os.ReadFile(p.logPath)
-	return err == nil && bytes.Contains(b, []byte("address already in use"))
+	return err == nil && bytes.Contains(bytes.ToLower(b), []byte("address already in use"))
 }
 
 // httpClient talks to the services; no request to them should take a minute.
@@ -220,11 +233,19 @@ var httpClient = &http.Client{Timeout: time.Minute}
 
 // httpGet GETs url and returns the status code and body.
 func httpGet(ctx context.Context, url string) (int, []byte, error) {
+	return httpGetWith(ctx, httpClient, url, nil)
+}
+
+// httpGetWith is httpGet with client and header (e.g. credentials, a tenant).
+func httpGetWith(ctx context.Context, client *http.Client, url string, header http.Header) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := httpClient.Do(req)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -20,15 +20,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nettune/nettune/internal/testpki"
 )
 
 const (
@@ -42,12 +46,44 @@ const PrometheusJob = "nettune-test"
 
 // Prometheus is /usr/bin/prometheus (Debian) with a temp TSDB, on a free port,
 // scraping the given targets every 1s as job "nettune-test".
+//
+// StartPrometheusOpts can put it behind its own --web.config.file: TLS with
+// a certificate of a test CA and basic auth with bcrypt-hashed passwords, as
+// a user's Prometheus is served. Its helpers use the CA and credentials.
 type Prometheus struct {
-	// URL is the HTTP base address, e.g. http://127.0.0.1:34567.
+	// URL is the base address, e.g. http://127.0.0.1:34567, or
+	// https://127.0.0.1:34567 with TLS.
 	URL string
+	// CA signed the server certificate (nil without TLS); CAPEM is its
+	// certificate, PEM-encoded, for clients to trust.
+	CA    *testpki.CA
+	CAPEM []byte
+	// Username and Password are the credentials the helpers (WaitForQuery)
+	// send; StartPrometheusOpts sets them to the first of Users by name.
+	Username, Password string
 
-	dir  string
-	proc *process
+	dir        string
+	proc       *process
+	clientCert []byte // a client certificate the helpers present (RequireClientCert)
+	clientKey  []byte
+	httpc      *http.Client // the helpers' client: trusts CA, presents clientCert
+}
+
+// PrometheusOptions configures StartPrometheusOpts.
+type PrometheusOptions struct {
+	// Targets are scraped (host:port, plain HTTP, path /metrics) every second.
+	Targets []string
+	// TLS serves HTTPS (tls_server_config) with a certificate for 127.0.0.1
+	// and localhost signed by CA.
+	TLS bool
+	// CA signs the server certificate; nil: a new CA made for this Prometheus.
+	CA *testpki.CA
+	// RequireClientCert (with TLS) requires a client certificate signed by CA
+	// (client_auth_type: RequireAndVerifyClientCert).
+	RequireClientCert bool
+	// Users maps user names to passwords for basic_auth_users (stored as
+	// bcrypt hashes); empty: no authentication.
+	Users map[string]string
 }
 
 // StartPrometheus starts Prometheus scraping targets (host:port, plain HTTP,
@@ -55,6 +91,14 @@ type Prometheus struct {
 // the test if Prometheus is not installed (Debian package `prometheus`). The
 // process is killed and its TSDB removed when the test ends.
 func StartPrometheus(t testing.TB, targets ...string) *Prometheus {
+	t.Helper()
+	return StartPrometheusOpts(t, PrometheusOptions{Targets: targets})
+}
+
+// StartPrometheusOpts is StartPrometheus with options: TLS, basic auth (it
+// fails the test if htpasswd, Debian's apache2-utils, is missing), a client
+// certificate requirement.
+func StartPrometheusOpts(t testing.TB, opts PrometheusOptions) *Prometheus {
 	t.Helper()
 	bin := prometheusBin
 	if _, err := os.Stat(bin); err != nil {
@@ -65,7 +109,7 @@ func StartPrometheus(t testing.TB, targets ...string) *Prometheus {
 		bin = found
 	}
 	for attempt := 1; ; attempt++ {
-		p, err := startPrometheus(t, bin, targets)
+		p, err := startPrometheus(t, bin, opts)
 		if err == nil {
 			return p
 		}
@@ -77,14 +121,14 @@ func StartPrometheus(t testing.TB, targets ...string) *Prometheus {
 	}
 }
 
-func startPrometheus(t testing.TB, bin string, targets []string) (*Prometheus, error) {
+func startPrometheus(t testing.TB, bin string, opts PrometheusOptions) (*Prometheus, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nettune-prometheus-")
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	p, err := launchPrometheus(bin, dir, targets)
+	p, err := launchPrometheus(bin, dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -105,7 +149,9 @@ func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
 		}
 		bin = found
 	}
-	return runInDir("Prometheus", dir, func() (*Prometheus, error) { return launchPrometheus(bin, dir, targets) })
+	return runInDir("Prometheus", dir, func() (*Prometheus, error) {
+		return launchPrometheus(bin, dir, PrometheusOptions{Targets: targets})
+	})
 }
 
 // Close stops a Prometheus started by RunPrometheus.
@@ -114,13 +160,13 @@ func (p *Prometheus) Close() error {
 	return nil
 }
 
-func launchPrometheus(bin, dir string, targets []string) (*Prometheus, error) {
+func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, error) {
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
 	configPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(configPath, []byte(prometheusConfig(targets)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(prometheusConfig(opts.Targets)), 0o644); err != nil {
 		return nil, err
 	}
 	listen := fmt.Sprintf("127.0.0.1:%d", ports[0])
@@ -130,12 +176,24 @@ func launchPrometheus(bin, dir string, targets []string) (*Prometheus, error) {
 		"--web.listen-address=" + listen,
 		"--log.level=info",
 	}
+	p := &Prometheus{URL: "http://" + listen, dir: dir}
+	if opts.TLS || len(opts.Users) > 0 {
+		webConfig, err := p.writeWebConfig(opts)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--web.config.file="+webConfig)
+	}
 	proc, err := startProcess("prometheus", bin, args, dir, filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{URL: "http://" + listen, dir: dir, proc: proc}
-	if err := waitReady(proc, p.URL+"/-/ready", prometheusReadyTimeout); err != nil {
+	p.proc = proc
+	if p.httpc, err = p.client(); err != nil {
+		proc.stop()
+		return nil, err
+	}
+	if err := waitReadyWith(proc, p.httpc, p.URL+"/-/ready", p.authHeader(), prometheusReadyTimeout); err != nil {
 		proc.stop()
 		if errors.Is(err, errExited) && addrInUse(proc) {
 			return nil, fmt.Errorf("%w (%v)", errRetry, err)
@@ -191,7 +249,11 @@ func (p *Prometheus) WaitForQuery(t testing.TB, promql string, timeout time.Dura
 func (p *Prometheus) instantQuery(promql string) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code, body, err := httpGet(ctx, p.URL+"/api/v1/query?"+url.Values{"query": {promql}}.Encode())
+	client := p.httpc
+	if client == nil {
+		client = httpClient
+	}
+	code, body, err := httpGetWith(ctx, client, p.URL+"/api/v1/query?"+url.Values{"query": {promql}}.Encode(), p.authHeader())
 	if err != nil {
 		return nil, err
 	}
@@ -202,4 +264,83 @@ func (p *Prometheus) instantQuery(promql string) ([]float64, error) {
 		return nil, fmt.Errorf("HTTP %d: %s", code, strings.TrimSpace(truncate(body)))
 	}
 	return sampleValues(body)
+}
+
+// writeWebConfig writes the --web.config.file of opts (and the TLS material)
+// into p.dir, sets p's CA, credentials and client certificate, and returns
+// the file's path.
+func (p *Prometheus) writeWebConfig(opts PrometheusOptions) (string, error) {
+	var b strings.Builder
+	b.WriteString("# Written by internal/testenv for one test.\n")
+	if opts.TLS {
+		pki, err := newServerPKI(p.dir, "nettune-testenv-prometheus-ca", opts.CA)
+		if err != nil {
+			return "", err
+		}
+		p.CA, p.CAPEM = pki.ca, pki.ca.CertPEM
+		p.URL = strings.Replace(p.URL, "http://", "https://", 1)
+		fmt.Fprintf(&b, "tls_server_config:\n  cert_file: %s\n  key_file: %s\n", strconv.Quote(pki.certFile), strconv.Quote(pki.keyFile))
+		if opts.RequireClientCert {
+			fmt.Fprintf(&b, "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: %s\n", strconv.Quote(pki.caFile))
+			if p.clientCert, p.clientKey, err = issueClientCert(pki.ca, "nettune-testenv"); err != nil {
+				return "", err
+			}
+		}
+	} else if opts.RequireClientCert {
+		return "", fmt.Errorf("PrometheusOptions.RequireClientCert needs TLS")
+	}
+	if len(opts.Users) > 0 {
+		names := slices.Sorted(maps.Keys(opts.Users))
+		b.WriteString("basic_auth_users:\n")
+		for _, name := range names {
+			hash, err := bcryptHash(name, opts.Users[name])
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", strconv.Quote(name), strconv.Quote(hash))
+		}
+		p.Username, p.Password = names[0], opts.Users[names[0]]
+	}
+	path := filepath.Join(p.dir, "web-config.yml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// client is the HTTP client of p's helpers: trusting p's CA (and presenting
+// a client certificate when one is required) with TLS.
+func (p *Prometheus) client() (*http.Client, error) {
+	if p.CAPEM == nil {
+		return httpClient, nil
+	}
+	cfg, err := clientTLSConfig(p.CAPEM, p.clientCert, p.clientKey)
+	if err != nil {
+		return nil, err
+	}
+	return newTLSClient(cfg), nil
+}
+
+// authHeader is the basic-auth header of p's Username and Password, if any.
+func (p *Prometheus) authHeader() http.Header {
+	if p.Username == "" {
+		return nil
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://x/", nil)
+	req.SetBasicAuth(p.Username, p.Password)
+	return http.Header{"Authorization": req.Header["Authorization"]}
+}
+
+// ClientCert signs a client certificate for commonName with p's CA and
+// returns it and its key, PEM-encoded. It fails the test without TLS.
+func (p *Prometheus) ClientCert(t testing.TB, commonName string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	if p.CA == nil {
+		t.Fatalf("testenv: Prometheus.ClientCert: Prometheus at %s has no TLS", p.URL)
+	}
+	certPEM, keyPEM, err := issueClientCert(p.CA, commonName)
+	if err != nil {
+		t.Fatalf("testenv: Prometheus.ClientCert: %v", err)
+	}
+	return certPEM, keyPEM
 }
