@@ -229,6 +229,14 @@ type NodeNetTuningStatus struct {
 	// +kubebuilder:validation:MaxItems=1024
 	Items []ItemResult `json:"items,omitempty"`
 
+	// verifiedTime is when the agent verified appliedRevision after
+	// applying it: kept while that revision stays verified, set anew when
+	// another revision is verified. An analysis counts a vehicle's samples
+	// only from this time on (docs/observability.md, "The application's own
+	// latency").
+	// +optional
+	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
+
 	// driftRepairs counts drift repairs since the agent started.
 	// +optional
 	DriftRepairs int64 `json:"driftRepairs,omitempty"`

@@ -248,6 +248,18 @@ rollout:
 rollout:
   canary: {count: 1}
   analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", address: "ftp://loki:3100"}]`, "spec.rollout.analyses[0].address", "http or https URL"},
+	{"analysis address with a password", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", address: "https://admin:secret@loki:3100"}]`, "spec.rollout.analyses[0].address", "must not carry credentials (user:password@)"},
+	{"analysis address with a user", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", address: "http://admin@loki:3100/"}]`, "spec.rollout.analyses[0].address", "name it in secretRef"},
+	{"analysis secretRef without a name", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  analyses: [{name: lat, provider: Loki, query: q, maxValue: "1", secretRef: {name: "Loki_Creds"}}]`, "spec.rollout.analyses[0].secretRef.name", "should match"},
 	{"analysis without query", `defaults: {initcwnd: 10}
 rollout:
   canary: {count: 1}

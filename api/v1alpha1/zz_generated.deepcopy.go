@@ -1042,6 +1042,10 @@ func (in *NodeNetTuningStatus) DeepCopyInto(out *NodeNetTuningStatus) {
 		*out = make([]ItemResult, len(*in))
 		copy(*out, *in)
 	}
+	if in.VerifiedTime != nil {
+		in, out := &in.VerifiedTime, &out.VerifiedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.LastHeartbeatTime != nil {
 		in, out := &in.LastHeartbeatTime, &out.LastHeartbeatTime
 		*out = (*in).DeepCopy()

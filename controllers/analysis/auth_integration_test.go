@@ -156,3 +156,58 @@ func metav1Duration(d time.Duration) *metav1.Duration { return &metav1.Duration{
 func basicOf(user, password string) string {
 	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }
+
+// TestApplicationLatencyCountsFromVerification judges on an application's
+// own latency — one JSON line per message in Loki, labelled with the
+// vehicle and nothing of nettune — on a real Loki: a canary vehicle is
+// measured only once the whole window is after it verified the revision,
+// so its slow messages from before the change never count.
+func TestApplicationLatencyCountsFromVerification(t *testing.T) {
+	loki := testenv.StartLoki(t)
+	now := time.Now()
+	verified := now.Add(-2 * time.Minute)
+	push := func(vehicle string, from, to time.Time, latency int) {
+		var entries []testenv.LokiEntry
+		for ts := from; ts.Before(to); ts = ts.Add(200 * time.Millisecond) {
+			entries = append(entries, testenv.LokiEntry{Time: ts, Line: fmt.Sprintf(`{"topic": "/planning/trajectory", "latency_ms": %d}`, latency)})
+		}
+		loki.Push(t, map[string]string{"app": "planner", "vehicle": vehicle}, entries)
+	}
+	// av-001 (canary): 40 ms before it verified the new revision, 6 ms after.
+	push("av-001", now.Add(-6*time.Minute), verified, 40)
+	push("av-001", verified, now, 6)
+	// av-002 (baseline): 7 ms throughout.
+	push("av-002", now.Add(-6*time.Minute), now, 7)
+	loki.WaitForCount(t, `{app="planner"}`, 2*6*60*5-10, time.Minute)
+
+	samples := `sum(count_over_time({app="planner", vehicle=~"{{ .Vehicles }}"} [{{ .Window }}]))`
+	spec := &v1alpha1.AnalysisSpec{Name: "planner-latency", Provider: v1alpha1.ProviderLoki,
+		Query:        `max(max_over_time({app="planner", vehicle=~"{{ .Vehicles }}"} | json | unwrap latency_ms [{{ .Window }}]) by ())`,
+		SamplesQuery: &samples, MaxValue: ptrString("20"), MinSamples: ptrInt64(100), Window: metav1Duration(time.Minute)}
+	q := NewLoki(loki.URL, nil)
+	measure := func(window time.Duration, canaryVerified time.Time) Measurement {
+		s := spec.DeepCopy()
+		s.Window = metav1Duration(window)
+		at := map[string]time.Time{"av-001": canaryVerified, "av-002": now.Add(-time.Hour)}
+		m := Measure(context.Background(), q, "p", s, Cohort{Vehicles: []string{"av-001"}, Revision: "r2", VerifiedAt: at},
+			Cohort{Vehicles: []string{"av-002"}, Revision: "r1", VerifiedAt: at}, now)
+		t.Logf("window %s, canary verified %s ago: %s %s", window, now.Sub(canaryVerified).Round(time.Second), m.Phase, m.Message)
+		return m
+	}
+	if m := measure(time.Minute, verified); m.Phase != PhaseSuccessful || m.Canary == nil || *m.Canary != 6 {
+		t.Fatalf("window after the verification: %s canary %v, want Successful at 6 ms (only messages after the change)", m.Phase, m.Canary)
+	}
+	if m := measure(5*time.Minute, verified); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "av-001 (verified ") {
+		t.Fatalf("window reaching before the verification: %s %q, want Inconclusive naming av-001 (counting it would count its 40 ms from before)", m.Phase, m.Message)
+	}
+	if m := measure(time.Minute, time.Time{}); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "av-001 (not verified)") {
+		t.Fatalf("canary not verified: %s %q, want Inconclusive", m.Phase, m.Message)
+	}
+	// Without the cut (no verification times known) the 40 ms would count:
+	// the data really holds what the cut keeps out.
+	s := spec.DeepCopy()
+	s.Window = metav1Duration(5 * time.Minute)
+	if m := Measure(context.Background(), q, "p", s, Cohort{Vehicles: []string{"av-001"}, Revision: "r2"}, Cohort{Vehicles: []string{"av-002"}, Revision: "r1"}, now); m.Phase != PhaseFailed {
+		t.Fatalf("without verification times: %s %q, want Failed on the 40 ms from before the change", m.Phase, m.Message)
+	}
+}

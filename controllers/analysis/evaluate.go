@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,44 @@ func int32Or(p *int32, def int32) int32 {
 // the kernel and the vehicle; baseline vehicles that cannot are left out of
 // the baseline, and the message says so.
 func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
+	if usesRevision(spec) {
+		// nettune's revision label keeps every sample of another revision
+		// out of the cohort's queries already.
+		return measureSettled(ctx, q, profile, spec, canary, baseline, at)
+	}
+	// The application's own latency knows no revision: only vehicles that
+	// verified their revision before the window starts are measured.
+	from := at.Add(-spec.GetWindow())
+	if spec.Judge != nil && !canary.Since.IsZero() {
+		if s := canary.Since.Add(spec.Judge.GetStep()); s.After(from) {
+			from = s
+		}
+	}
+	var left []string
+	hadCanary := len(canary.Vehicles) > 0
+	canary, cnote := canary.settled("canary", from)
+	baseline, bnote := baseline.settled("baseline", from)
+	for _, n := range []string{cnote, bnote} {
+		if n != "" {
+			left = append(left, n)
+		}
+	}
+	if hadCanary && len(canary.Vehicles) == 0 {
+		msg := "collecting: " + strings.Join(left, "; ")
+		m := Measurement{Phase: PhaseInconclusive, At: at, Message: msg}
+		if spec.Judge != nil {
+			m.Judge = &JudgeResult{Verdict: VerdictInconclusive, Message: msg}
+		}
+		return m
+	}
+	m := measureSettled(ctx, q, profile, spec, canary, baseline, at)
+	if len(left) > 0 {
+		m.Message += "; " + strings.Join(left, "; ")
+	}
+	return m
+}
+
+func measureSettled(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	unmeasurable, baseline, note := checkKernels(spec, canary, baseline)
 	if unmeasurable != "" {
 		m := Measurement{Phase: PhaseInconclusive, At: at, Message: unmeasurable}
@@ -340,3 +379,30 @@ func fmtNum(v float64) string {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// revisionRE is a template action reading .Revision.
+var revisionRE = regexp.MustCompile(`{{-? *\.Revision *-?}}`)
+
+// usesRevision reports whether every query of spec selects by nettune's
+// revision (a .Revision action): then no sample of another revision can
+// reach the cohort's value, whatever the window.
+func usesRevision(spec *v1alpha1.AnalysisSpec) bool {
+	var qs []string
+	if spec.Judge != nil {
+		qs = append(qs, spec.Judge.SlowQuery, spec.Judge.TotalQuery)
+		if spec.Judge.IntervalQuery != nil {
+			qs = append(qs, *spec.Judge.IntervalQuery)
+		}
+	} else {
+		qs = append(qs, spec.Query)
+		if spec.SamplesQuery != nil && strings.TrimSpace(*spec.SamplesQuery) != "" {
+			qs = append(qs, *spec.SamplesQuery)
+		}
+	}
+	for _, q := range qs {
+		if strings.TrimSpace(q) != "" && !revisionRE.MatchString(q) {
+			return false
+		}
+	}
+	return true
+}

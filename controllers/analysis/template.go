@@ -40,6 +40,46 @@ type Cohort struct {
 	// Kernels are what the cohort's vehicles' nodes reported of their
 	// kernels, by vehicle (nil: not known, nothing is checked).
 	Kernels map[string][]NodeKernel
+	// VerifiedAt is when each vehicle verified Revision (planner.Measure):
+	// a vehicle is measured only once the whole window is after that time,
+	// so that a query without nettune's revision label (the application's
+	// own latency) never counts a sample from before the change; the zero
+	// time leaves the vehicle out; a vehicle absent from the map is
+	// counted (its time is not known).
+	VerifiedAt map[string]time.Time
+}
+
+// settled is c without the vehicles that did not verify c.Revision before
+// from, and a note naming them ("" when none was left out).
+func (c Cohort) settled(name string, from time.Time) (Cohort, string) {
+	if c.VerifiedAt == nil {
+		return c, ""
+	}
+	var kept, out []string
+	for _, v := range c.Vehicles {
+		t, known := c.VerifiedAt[v]
+		switch {
+		case !known:
+			kept = append(kept, v)
+		case t.IsZero():
+			out = append(out, v+" (not verified)")
+		case t.After(from):
+			out = append(out, fmt.Sprintf("%s (verified %s)", v, t.UTC().Format(time.RFC3339)))
+		default:
+			kept = append(kept, v)
+		}
+	}
+	if len(out) == 0 {
+		return c, ""
+	}
+	c.Vehicles = kept
+	const maxNamed = 5
+	named := out
+	if len(named) > maxNamed {
+		named = append(named[:maxNamed:maxNamed], fmt.Sprintf("%d more", len(out)-maxNamed))
+	}
+	return c, fmt.Sprintf("%d %s vehicle(s) left out until their revision was verified before the window's start %s: %s",
+		len(out), name, from.UTC().Format(time.RFC3339), strings.Join(named, ", "))
 }
 
 // TemplateData is what query templates see.

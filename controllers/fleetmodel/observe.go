@@ -71,6 +71,9 @@ func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.Node
 			}
 			if verified {
 				v.VerifiedNodes++
+				if t := nt.Status.VerifiedTime; t != nil && t.After(v.VerifiedAt) {
+					v.VerifiedAt = t.Time
+				}
 			}
 			v.Verified = v.Verified && verified
 			v.Failed = v.Failed || failed
@@ -84,6 +87,9 @@ func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.Node
 			case seen.Before(v.LastSeen):
 				v.LastSeen = seen
 			}
+		}
+		if !v.Verified {
+			v.VerifiedAt = time.Time{}
 		}
 		sort.Strings(v.Hardware)
 		out = append(out, v)

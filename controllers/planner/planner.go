@@ -83,6 +83,10 @@ type Vehicle struct {
 	// Verified: every node applied and verified its rendered state, which
 	// carries Assigned.
 	Verified bool
+	// VerifiedAt is when the last of its nodes verified the revision in
+	// force (zero when not Verified or not reported): an analysis counts
+	// the vehicle's samples only from then on.
+	VerifiedAt time.Time
 	// Failed: a node reports RolledBack or Degraded for its rendered state.
 	Failed bool
 	// LastSeen is the oldest latest heartbeat among the vehicle's nodes (zero
@@ -158,6 +162,11 @@ type Measure struct {
 	CanaryRevision   string
 	Baseline         []string
 	BaselineRevision string
+	// VerifiedAt says, for the vehicles of both cohorts, when each verified
+	// its cohort's revision: the zero time for one that has not (it is left
+	// out of the measurement), absent for one whose time is not known (a
+	// hub's report, an older agent: it is counted as before).
+	VerifiedAt map[string]time.Time
 }
 
 // Output is the decision.

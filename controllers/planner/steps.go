@@ -186,6 +186,7 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 	}
 	sort.Strings(canary)
 	sort.Strings(baseline)
+	verifiedAt := p.verifiedAt(canary, st.CurrentRevision, baseline, st.StableRevision)
 	pending := false
 	for k, name := range names {
 		if v1alpha1.AnalysisTerminal(phase(k)) {
@@ -193,7 +194,7 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 		}
 		pending = true
 		p.out.Measures = append(p.out.Measures, &Measure{Analysis: name, Spec: specs[k], Step: i,
-			Canary: canary, CanaryRevision: st.CurrentRevision, Baseline: baseline, BaselineRevision: st.StableRevision})
+			Canary: canary, CanaryRevision: st.CurrentRevision, Baseline: baseline, BaselineRevision: st.StableRevision, VerifiedAt: verifiedAt})
 		interval := specs[k].GetInterval()
 		next := interval
 		if r := results[k]; r != nil && r.LastMeasured != nil {
@@ -322,4 +323,28 @@ func (p *plan) analysisSpec(name string) *v1alpha1.AnalysisSpec {
 		}
 	}
 	return nil
+}
+
+// verifiedAt is Measure.VerifiedAt for the cohorts: when each vehicle
+// verified its cohort's revision, the zero time when it has not.
+func (p *plan) verifiedAt(canary []string, canaryRev string, baseline []string, baselineRev string) map[string]time.Time {
+	out := make(map[string]time.Time, len(canary)+len(baseline))
+	add := func(names []string, rev string) {
+		for _, name := range names {
+			i, ok := p.byName[name]
+			if !ok {
+				continue
+			}
+			v := &p.in.Vehicles[i]
+			switch {
+			case !v.Verified || v.Mixed || v.Assigned != rev:
+				out[name] = time.Time{}
+			case !v.VerifiedAt.IsZero():
+				out[name] = v.VerifiedAt
+			}
+		}
+	}
+	add(canary, canaryRev)
+	add(baseline, baselineRev)
+	return out
 }

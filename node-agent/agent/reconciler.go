@@ -345,6 +345,13 @@ func (r *Reconciler) status(nnt *v1alpha1.NodeNetTuning, o Outcome) v1alpha1.Nod
 			if notEffective > 0 {
 				msg += fmt.Sprintf("; %d item(s) set but not effective (see items)", notEffective)
 			}
+			// The revision's verification time: kept while this revision
+			// stays verified, set when it turns verified.
+			was := meta.FindStatusCondition(nnt.Status.Conditions, v1alpha1.ConditionVerified)
+			if st.VerifiedTime == nil || nnt.Status.AppliedRevision != o.Revision || was == nil || was.Status != metav1.ConditionTrue {
+				now := r.now()
+				st.VerifiedTime = &now
+			}
 			set(v1alpha1.ConditionVerified, metav1.ConditionTrue, "Verified", msg)
 			set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "AsDesired", "")
 		} else {
@@ -395,4 +402,12 @@ func statusEqual(a, b v1alpha1.NodeNetTuningStatus) bool {
 		a.Items, b.Items = nil, nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// now is the reconciler's clock as an API time.
+func (r *Reconciler) now() metav1.Time {
+	if r.Now != nil {
+		return metav1.NewTime(r.Now())
+	}
+	return metav1.NewTime(time.Now())
 }

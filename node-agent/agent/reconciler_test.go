@@ -651,6 +651,11 @@ func TestAgentAppliesSpecChangeAndPatchesStatusOnlyOnChange(t *testing.T) {
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
 	rtAssertNoWrites(t, a)
+	first := rtGet(t, cp.Client, a.node).Status.VerifiedTime
+	if first == nil {
+		t.Fatal("r1 verified without a verifiedTime")
+	}
+	changed := time.Now().Truncate(time.Second) // the API keeps seconds
 
 	rtUpdateSpec(t, cp.Client, a.node, a.host.rtSpec("r2", 40))
 	var nnt *v1alpha1.NodeNetTuning
@@ -663,6 +668,11 @@ func TestAgentAppliesSpecChangeAndPatchesStatusOnlyOnChange(t *testing.T) {
 	})
 	if nnt.Generation != 2 {
 		t.Errorf("generation %d after one spec change, want 2", nnt.Generation)
+	}
+	// The verification time is r2's, not r1's: an analysis counts the
+	// vehicle's samples from it.
+	if vt := nnt.Status.VerifiedTime; vt == nil || vt.Time.Before(changed) || vt.Equal(first) {
+		t.Errorf("verifiedTime %v after r2 (r1's %v, spec changed at %v), want r2's", vt, first, changed)
 	}
 	rtAssertApplied(t, a, nnt, 40)
 	if route := a.host.rtRoute(t); strings.Contains(route, "cwnd lock 30") {

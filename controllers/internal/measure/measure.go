@@ -103,8 +103,8 @@ func take(ctx context.Context, c Config, profile string, m *planner.Measure, st 
 		since := analysis.StartedAt(prev, now)
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		meas = analysis.Measure(qctx, q, profile,
-			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since, Kernels: kernels(m.Canary)},
-			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since, Kernels: kernels(m.Baseline)}, now)
+			spec, analysis.Cohort{Vehicles: m.Canary, Revision: m.CanaryRevision, Since: since, Kernels: kernels(m.Canary), VerifiedAt: m.VerifiedAt},
+			analysis.Cohort{Vehicles: m.Baseline, Revision: m.BaselineRevision, Since: since, Kernels: kernels(m.Baseline), VerifiedAt: m.VerifiedAt}, now)
 		cancel()
 	}
 	res := analysis.Accumulate(prev, meas, spec)
