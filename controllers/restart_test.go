@@ -26,6 +26,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/planner"
 )
 
 func (e *fleetEnv) leaseHolder() string {
@@ -73,7 +74,7 @@ func TestLeaderHandoverResumesRollout(t *testing.T) {
 	stopA()
 	e.waitLeaseChange(holderA, 30*time.Second)
 	if err := e.c.Patch(e.ctx, paused, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.PromoteAnnotation+`":"`+fleetmodel.PromoteValue(r2, 0)+`"}}}`))); err != nil {
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.PromoteAnnotation+`":"`+fleetmodel.PromoteValue(r2, 0, planner.RolloutStarted(&paused.Status, r2))+`"}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	final := e.waitProfile("xavier-lan", 60*time.Second, "r2 stable after handover", func(p *v1alpha1.NetTuningProfile) bool {

@@ -754,6 +754,12 @@ type Revision struct {
 	// created is when the revision was first seen.
 	// +optional
 	Created metav1.Time `json:"created,omitempty"`
+	// rolloutStarted is when the revision's latest rollout began: a
+	// revision rolled out again (its content edited away and back) starts
+	// anew, waiting again for its Unreachable vehicles, and a promote
+	// written for an earlier rollout does not promote it.
+	// +optional
+	RolloutStarted *metav1.Time `json:"rolloutStarted,omitempty"`
 	// outcome is Stable, Progressing, RolledBack or Superseded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32

@@ -39,6 +39,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
 )
 
@@ -124,7 +125,7 @@ func (c *cli) promote(ctx context.Context, name string) error {
 	if s := steps(p)[step]; s.SetVehicles != nil {
 		return fmt.Errorf("profile %s: step %d (%s) completes by itself once its vehicles verify the revision; promote skips only pause and analysis steps", name, step, desc)
 	}
-	value := fleetmodel.PromoteValue(p.Status.CurrentRevision, step)
+	value := fleetmodel.PromoteValue(p.Status.CurrentRevision, step, planner.RolloutStarted(&p.Status, p.Status.CurrentRevision))
 	if p.Annotations[v1alpha1.PromoteAnnotation] == value {
 		fmt.Fprintf(c.stdout, "%s: step %d (%s) is already promoted\n", name, step, desc)
 		return nil

@@ -39,6 +39,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/nettest"
@@ -423,7 +424,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "xavier-lan: promoted step 1 (pause until promoted)\n"; out != want {
 			t.Errorf("stdout %q, want %q", out, want)
 		}
-		if got, want := p.profile(name).Annotations[v1alpha1.PromoteAnnotation], fleetmodel.PromoteValue(rev2, 1); got != want {
+		if got, want := p.profile(name).Annotations[v1alpha1.PromoteAnnotation], fleetmodel.PromoteValue(rev2, 1, planner.RolloutStarted(&p.profile(name).Status, rev2)); got != want {
 			t.Errorf("%s = %q, want %q", v1alpha1.PromoteAnnotation, got, want)
 		}
 		// Promoting the same step again changes nothing.

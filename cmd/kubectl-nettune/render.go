@@ -196,7 +196,8 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 	if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
 		fmt.Fprintf(tw, "Paused:\tby the user (kubectl nettune resume %s)\n", p.Name)
 	}
-	if rev, step, ok := fleetmodel.ParsePromote(p.Annotations[v1alpha1.PromoteAnnotation]); ok && rev == st.CurrentRevision {
+	if rev, step, started, ok := fleetmodel.ParsePromote(p.Annotations[v1alpha1.PromoteAnnotation]); ok && rev == st.CurrentRevision &&
+		(started.IsZero() || started.Unix() == planner.RolloutStarted(&st, rev).Unix()) {
 		fmt.Fprintf(tw, "Promoted step:\t%d\n", step)
 	}
 	if a := strings.TrimSpace(p.Annotations[v1alpha1.AbortAnnotation]); a != "" {

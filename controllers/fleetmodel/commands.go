@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/planner"
@@ -30,30 +31,44 @@ import (
 func Commands(p *v1alpha1.NetTuningProfile) planner.Commands {
 	var c planner.Commands
 	a := p.GetAnnotations()
-	if rev, step, ok := ParsePromote(a[v1alpha1.PromoteAnnotation]); ok {
-		c.PromoteRevision, c.PromoteStep = rev, &step
+	if rev, step, started, ok := ParsePromote(a[v1alpha1.PromoteAnnotation]); ok {
+		c.PromoteRevision, c.PromoteStep, c.PromoteRollout = rev, &step, started
 	}
 	c.AbortRevision = strings.TrimSpace(a[v1alpha1.AbortAnnotation])
 	c.Excluded = SplitList(a[v1alpha1.ExcludeAnnotation])
 	return c
 }
 
-// PromoteValue is the promote annotation for a revision's step.
-func PromoteValue(revision string, step int32) string {
-	return fmt.Sprintf("%s@%d", revision, step)
+// PromoteValue is the promote annotation for a step of the revision's
+// rollout that began at started ("<revision>@<step>@<unix seconds>"; the
+// rollout's start left out when zero).
+func PromoteValue(revision string, step int32, started time.Time) string {
+	if started.IsZero() {
+		return fmt.Sprintf("%s@%d", revision, step)
+	}
+	return fmt.Sprintf("%s@%d@%d", revision, step, started.Unix())
 }
 
-// ParsePromote reads a promote annotation ("<revision>@<step>").
-func ParsePromote(v string) (revision string, step int32, ok bool) {
-	rev, s, found := strings.Cut(strings.TrimSpace(v), "@")
-	if !found || rev == "" {
-		return "", 0, false
+// ParsePromote reads a promote annotation ("<revision>@<step>", or
+// "<revision>@<step>@<unix seconds of the rollout's start>"); started is
+// zero for the first form.
+func ParsePromote(v string) (revision string, step int32, started time.Time, ok bool) {
+	parts := strings.Split(strings.TrimSpace(v), "@")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+		return "", 0, time.Time{}, false
 	}
-	n, err := strconv.ParseInt(s, 10, 32)
+	n, err := strconv.ParseInt(parts[1], 10, 32)
 	if err != nil || n < 0 {
-		return "", 0, false
+		return "", 0, time.Time{}, false
 	}
-	return rev, int32(n), true
+	if len(parts) == 3 {
+		sec, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil || sec <= 0 {
+			return "", 0, time.Time{}, false
+		}
+		started = time.Unix(sec, 0)
+	}
+	return parts[0], int32(n), started, true
 }
 
 // SplitList splits a comma-separated annotation into sorted unique names.

@@ -124,10 +124,8 @@ func (p *plan) unreachableRequeue() {
 // every step.
 func (p *plan) giveUpAt(v Vehicle) time.Time {
 	since := v.LastSeen.Add(p.unreachableAfter())
-	for _, r := range p.st().Revisions {
-		if r.Name == p.st().CurrentRevision && r.Created.After(since) {
-			since = r.Created.Time
-		}
+	if began := RolloutStarted(p.st(), p.st().CurrentRevision); began.After(since) {
+		since = began
 	}
 	return since.Add(p.unreachableTimeout())
 }

@@ -111,6 +111,12 @@ type Commands struct {
 	// of PromoteRevision's rollout.
 	PromoteStep     *int32
 	PromoteRevision string
+	// PromoteRollout is when the rollout the promote was written for began
+	// (status.revisions[].rolloutStarted, to the second); zero for a promote
+	// that does not say, which promotes only the revision's first rollout.
+	// A promote left from an earlier rollout of the same revision never
+	// promotes a later one.
+	PromoteRollout time.Time
 	// AbortRevision rolls this revision back.
 	AbortRevision string
 	// Excluded vehicles stay on the stable revision and are not counted.

@@ -17,23 +17,53 @@ limitations under the License.
 package planner
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
+// addRevision records a rollout of the revision name beginning now.
 func (p *plan) addRevision(name, outcome string) {
 	st := p.st()
 	for i := range st.Revisions {
 		if st.Revisions[i].Name == name {
 			st.Revisions[i].Outcome = outcome
 			st.Revisions[i].Generation = p.in.Generation
+			st.Revisions[i].RolloutStarted = p.now()
 			r := st.Revisions[i]
 			st.Revisions = append(append(st.Revisions[:i:i], st.Revisions[i+1:]...), r)
 			return
 		}
 	}
-	st.Revisions = append(st.Revisions, v1alpha1.Revision{Name: name, Generation: p.in.Generation, Created: metav1.NewTime(p.in.Now), Outcome: outcome})
+	st.Revisions = append(st.Revisions, v1alpha1.Revision{Name: name, Generation: p.in.Generation, Created: metav1.NewTime(p.in.Now), RolloutStarted: p.now(), Outcome: outcome})
+}
+
+// RolloutStarted is when the latest rollout of the revision name began
+// (its creation for a status written before rolloutStarted existed); zero
+// when st does not list it.
+func RolloutStarted(st *v1alpha1.NetTuningProfileStatus, name string) time.Time {
+	for _, r := range st.Revisions {
+		if r.Name == name {
+			if r.RolloutStarted != nil {
+				return r.RolloutStarted.Time
+			}
+			return r.Created.Time
+		}
+	}
+	return time.Time{}
+}
+
+// firstRollout reports whether the rollout of the revision name in
+// progress is its first.
+func firstRollout(st *v1alpha1.NetTuningProfileStatus, name string) bool {
+	for _, r := range st.Revisions {
+		if r.Name == name {
+			return r.RolloutStarted == nil || !r.RolloutStarted.After(r.Created.Time)
+		}
+	}
+	return true
 }
 
 func (p *plan) setOutcome(name, outcome string) {

@@ -83,7 +83,8 @@ func (p *plan) progress() {
 // stop when the rollout has been rolled back.
 func (p *plan) runStep(i int32, s v1alpha1.RolloutStep) (done, stop bool) {
 	st := p.st()
-	promoted := p.in.Commands.PromoteStep != nil && *p.in.Commands.PromoteStep == i && p.in.Commands.PromoteRevision == st.CurrentRevision
+	promoted := p.in.Commands.PromoteStep != nil && *p.in.Commands.PromoteStep == i && p.in.Commands.PromoteRevision == st.CurrentRevision &&
+		p.promoteIsForThisRollout()
 	switch {
 	case s.SetVehicles != nil:
 		return true, false
@@ -149,16 +150,20 @@ func (p *plan) runAnalysis(i int32, step *v1alpha1.AnalysisStep, promoted bool) 
 			return false, true
 		}
 	}
+	// An inconclusive analysis that aborts rolls back, whatever the
+	// others say and in whichever order the step names them; one that
+	// pauses pauses.
 	for k, name := range names {
-		if phase(k) != v1alpha1.AnalysisInconclusive || specs[k].DryRun {
-			continue
-		}
-		if specs[k].OnInconclusive == v1alpha1.InconclusiveAbort {
+		if phase(k) == v1alpha1.AnalysisInconclusive && !specs[k].DryRun && specs[k].OnInconclusive == v1alpha1.InconclusiveAbort {
 			p.rollback(v1alpha1.ReasonAnalysisInconclusive, fmt.Sprintf("analysis %s at step %d was inconclusive: %s", name, i, results[k].Message))
 			return false, true
 		}
-		st.Phase = v1alpha1.PhasePaused
-		return false, false
+	}
+	for k := range names {
+		if phase(k) == v1alpha1.AnalysisInconclusive && !specs[k].DryRun {
+			st.Phase = v1alpha1.PhasePaused
+			return false, false
+		}
 	}
 	// A backend that refuses or does not answer pauses the rollout, which
 	// goes on by itself once it answers: the analysis is measured again at
@@ -347,4 +352,15 @@ func (p *plan) verifiedAt(canary []string, canaryRev string, baseline []string, 
 	add(canary, canaryRev)
 	add(baseline, baselineRev)
 	return out
+}
+
+// promoteIsForThisRollout: the promote command names the rollout in
+// progress (its start, to the second), or names none and this is the
+// revision's first rollout.
+func (p *plan) promoteIsForThisRollout() bool {
+	st := p.st()
+	if p.in.Commands.PromoteRollout.IsZero() {
+		return firstRollout(st, st.CurrentRevision)
+	}
+	return p.in.Commands.PromoteRollout.Unix() == RolloutStarted(st, st.CurrentRevision).Unix()
 }
