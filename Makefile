@@ -44,7 +44,7 @@ help: ## Show the targets.
 # once), one progress line per tool.
 DEMO_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(LOKI)
 TOOLS_JOBS ?= 4
-# A cold make demo's tool builds, as measured (README, "Quick start").
+# A cold make demo's tool builds, as measured (docs/demo.md, "How long it takes").
 DEMO_COLD ?= 14 minutes beside a running make test (21.5 minutes of CPU: Loki 9, kube-apiserver and kubectl 7.5, nettune 3.5, etcd 1.5)
 
 .PHONY: demo
@@ -53,7 +53,7 @@ demo: ## The embedded default (root): control plane, Loki, Prometheus, controlle
 	@missing=$$(for t in $(DEMO_TOOLS); do [ -x $$t ] || printf ' %s' $${t##*/}; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "demo: building what it runs and bin/ lacks ($${missing# }) and nettune's binaries, $(TOOLS_JOBS) at once;"; \
-	  echo "demo: from empty Go caches the builds took $(DEMO_COLD) on 2 cores (README); afterwards they are reused"; \
+	  echo "demo: from empty Go caches the builds took $(DEMO_COLD) on 2 cores (docs/demo.md); afterwards they are reused"; \
 	fi
 	@$(MAKE) --no-print-directory -s -j$(TOOLS_JOBS) $(DEMO_TOOLS) build-timed
 	$(BIN)/nettune-demo $(DEMO_ARGS)
@@ -195,6 +195,10 @@ bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's w
 .PHONY: bench-writes
 bench-writes: tools ## What one write of each object costs kube-apiserver and etcd (Lease, a minimal CR, NodeNetTunings of 1/4/12 routes, what-if CRD variants), into docs/bench-writes.md (about 10 minutes).
 	cd hack/bench && $(GO) run ./scale -write-cost $(BENCH_WRITES_ARGS)
+
+.PHONY: bench-push
+bench-push: $(LOKI) ## What TLS and basic auth cost the agent's Loki push (CPU, RSS): plain HTTP vs HTTPS through a TLS gateway, interleaved, native and arm64 under qemu-user-static, into docs/bench-push.md (about 14 minutes).
+	cd hack/bench && $(GO) run ./push $(BENCH_PUSH_ARGS)
 
 .PHONY: soak
 soak: tools ## The whole e2e suite and the demo N=5 times each under a 50 % CPU burner, one line per run (root, about 30 minutes).
