@@ -17,11 +17,6 @@ limitations under the License.
 package httpauth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -32,6 +27,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nettune/nettune/internal/testpki"
 )
 
 func TestParseNamesTheKey(t *testing.T) {
@@ -172,19 +169,13 @@ func TestDirClientRotation(t *testing.T) {
 
 func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA("httpauth-test", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "client"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	certPEM, keyPEM, err = ca.Issue(testpki.Cert{Serial: big.NewInt(2), CommonName: "client", Validity: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	return certPEM, keyPEM
 }
