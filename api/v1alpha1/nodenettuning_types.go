@@ -292,6 +292,56 @@ type KernelFeatures struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=32
 	CongestionControls []string `json:"congestionControls,omitempty"`
+	// nodeCounters are the node-level TCP counters the kernel has (TcpExt
+	// in /proc/net/netstat: TCPTimeouts, TCPSpuriousRTOs, TCPLossProbes,
+	// TCPDSACKRecv, TCPDSACKOfoRecv), counted over every socket of the
+	// node, not per peer, and what each counts on this kernel. The agent
+	// exports them as nettune_node_tcpext_*_total. Where tcp_info lacks a
+	// per-connection counter (4.9: tcpi_dsack_dups, tcpi_total_rto) they
+	// are what remains.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	NodeCounters []NodeCounter `json:"nodeCounters,omitempty"`
+}
+
+// NodeCounter is a node-level TCP counter of a kernel.
+type NodeCounter struct {
+	// name is the TcpExt field, e.g. TCPTimeouts.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// meaning says what the counter counts on this kernel, e.g. that
+	// TCPTimeouts counts only the first timeout from the Open state before
+	// 4.9.207.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Meaning string `json:"meaning,omitempty"`
+}
+
+// Node-level TcpExt counters the agent reports (KernelFeatures.nodeCounters).
+const (
+	// NodeCounterTimeouts is TcpExt TCPTimeouts: retransmission timeouts.
+	NodeCounterTimeouts = "TCPTimeouts"
+	// NodeCounterSpuriousRTOs is TcpExt TCPSpuriousRTOs.
+	NodeCounterSpuriousRTOs = "TCPSpuriousRTOs"
+	// NodeCounterLossProbes is TcpExt TCPLossProbes.
+	NodeCounterLossProbes = "TCPLossProbes"
+	// NodeCounterDSACKRecv is TcpExt TCPDSACKRecv: D-SACKs received.
+	NodeCounterDSACKRecv = "TCPDSACKRecv"
+	// NodeCounterDSACKOfoRecv is TcpExt TCPDSACKOfoRecv.
+	NodeCounterDSACKOfoRecv = "TCPDSACKOfoRecv"
+)
+
+// ProvidesNodeCounter reports whether the kernel has the node-level counter.
+func (k *KernelFeatures) ProvidesNodeCounter(name string) bool {
+	for _, c := range k.NodeCounters {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Provides reports whether the kernel reports the tcp_info counter.

@@ -64,9 +64,12 @@ type TCPParameters struct {
 	Initrwnd *int32 `json:"initrwnd,omitempty"`
 
 	// ssthresh is the initial slow-start threshold in packets. Must not exceed
-	// cwnd.value when both are set. The kernel ignores it while
+	// cwnd.value when both are set. The agent locks it on the route, so that a
+	// closing connection does not write the ssthresh it learned back into the
+	// tcp_metrics cache for the next one (4.9 does, and later kernels with
+	// net.ipv4.tcp_no_ssthresh_metrics_save=0). The kernel ignores it while
 	// net.ipv4.tcp_no_ssthresh_metrics_save=1; the agent reports it as not
-	// effective then.
+	// effective then (docs/kernels.md).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535

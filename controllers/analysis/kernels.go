@@ -29,11 +29,30 @@ import (
 // over an absent series reads as zero: a guard of rto timeouts over segments
 // sent would compare 0 of N with 0 of M and pass on every kernel older than
 // 6.7. The analysis therefore checks what each vehicle's kernel reported.
-var counterMetrics = []struct{ metric, counter string }{
-	{"nettune_tcp_retrans_segments_total", v1alpha1.CounterTotalRetrans},
-	{"nettune_tcp_segments_out_total", v1alpha1.CounterSegsOut},
-	{"nettune_tcp_dsack_dups_total", v1alpha1.CounterDSACKDups},
-	{"nettune_tcp_rto_timeouts_total", v1alpha1.CounterTotalRTO},
+//
+// Where a vehicle's kernel lacks the per-connection counter but counts the
+// same thing per node (TcpExt in /proc/net/netstat, which the agent exports
+// as nettune_node_tcpext_*_total and reports in status.kernel.nodeCounters),
+// the measurement says so: on 4.9 (JetPack 4) a D-SACK guard can be written
+// on TCPDSACKRecv and an RTO guard on TCPTimeouts, per node, not per pair.
+var counterMetrics = []counterUse{
+	{metric: "nettune_tcp_retrans_segments_total", counter: v1alpha1.CounterTotalRetrans},
+	{metric: "nettune_tcp_segments_out_total", counter: v1alpha1.CounterSegsOut},
+	{metric: "nettune_tcp_dsack_dups_total", counter: v1alpha1.CounterDSACKDups,
+		fallback: v1alpha1.NodeCounterDSACKRecv, fallbackMetric: "nettune_node_tcpext_dsack_recv_total"},
+	{metric: "nettune_tcp_rto_timeouts_total", counter: v1alpha1.CounterTotalRTO,
+		fallback: v1alpha1.NodeCounterTimeouts, fallbackMetric: "nettune_node_tcpext_timeouts_total"},
+}
+
+// nodeCounterMetrics are the agent's metrics of node-level TcpExt counters
+// (node-agent/kernel.NodeCounterDefs): an analysis reading one is checked
+// against the node counters each kernel reported.
+var nodeCounterMetrics = []counterUse{
+	{metric: "nettune_node_tcpext_timeouts_total", counter: v1alpha1.NodeCounterTimeouts, node: true},
+	{metric: "nettune_node_tcpext_spurious_rtos_total", counter: v1alpha1.NodeCounterSpuriousRTOs, node: true},
+	{metric: "nettune_node_tcpext_loss_probes_total", counter: v1alpha1.NodeCounterLossProbes, node: true},
+	{metric: "nettune_node_tcpext_dsack_recv_total", counter: v1alpha1.NodeCounterDSACKRecv, node: true},
+	{metric: "nettune_node_tcpext_dsack_ofo_recv_total", counter: v1alpha1.NodeCounterDSACKOfoRecv, node: true},
 }
 
 // NodeKernel is what one node's agent reported of its kernel
@@ -46,9 +65,37 @@ type NodeKernel struct {
 	Kernel *v1alpha1.KernelFeatures
 }
 
-// counterUse is a tcp_info counter an analysis reads, and the metric
-// through which it reads it.
-type counterUse struct{ metric, counter string }
+// counterUse is a kernel counter an analysis reads, and the metric through
+// which it reads it: a tcp_info counter (per connection, summed per pair),
+// or with node set a node-level TcpExt counter.
+type counterUse struct {
+	metric, counter string
+	node            bool
+	// fallback is the node-level TcpExt counter that counts the same per
+	// node, and fallbackMetric the agent's metric of it; "" when none.
+	fallback, fallbackMetric string
+}
+
+// provides reports whether k has the counter of u, and whether that is
+// known: a kernel reported without node counters (an older agent) is not
+// checked for them.
+func (u counterUse) provides(k *v1alpha1.KernelFeatures) (has, known bool) {
+	if !u.node {
+		return k.Provides(u.counter), true
+	}
+	if len(k.NodeCounters) == 0 {
+		return false, false
+	}
+	return k.ProvidesNodeCounter(u.counter), true
+}
+
+// name is how a message names the counter of u.
+func (u counterUse) name() string {
+	if u.node {
+		return "TcpExt " + u.counter
+	}
+	return u.counter
+}
 
 // requiredCounters are the tcp_info counters spec's queries read, found by
 // the agent metrics they name.
@@ -64,9 +111,9 @@ func requiredCounters(spec *v1alpha1.AnalysisSpec) []counterUse {
 		}
 	}
 	var uses []counterUse
-	for _, cm := range counterMetrics {
+	for _, cm := range slices.Concat(counterMetrics, nodeCounterMetrics) {
 		if slices.ContainsFunc(queries, func(q string) bool { return namesMetric(q, cm.metric) }) {
-			uses = append(uses, counterUse(cm))
+			uses = append(uses, cm)
 		}
 	}
 	return uses
@@ -97,6 +144,8 @@ type kernelGap struct {
 	counterUse
 	release  string
 	vehicles []string
+	// nodeLevel: the kernel has the node-level fallback counter.
+	nodeLevel bool
 }
 
 // kernelGaps lists, for the cohort's vehicles, the counters of uses that a
@@ -113,7 +162,7 @@ func kernelGaps(uses []counterUse, c Cohort) (gaps []kernelGap, lacking map[stri
 				continue
 			}
 			for _, u := range uses {
-				if n.Kernel.Provides(u.counter) {
+				if has, known := u.provides(n.Kernel); has || !known {
 					continue
 				}
 				if lacking == nil {
@@ -129,7 +178,8 @@ func kernelGaps(uses []counterUse, c Cohort) (gaps []kernelGap, lacking map[stri
 				if !ok {
 					i = len(gaps)
 					index[key] = i
-					gaps = append(gaps, kernelGap{counterUse: u, release: release})
+					gaps = append(gaps, kernelGap{counterUse: u, release: release,
+						nodeLevel: u.fallback != "" && n.Kernel.ProvidesNodeCounter(u.fallback)})
 				}
 				if !slices.Contains(gaps[i].vehicles, v) {
 					gaps[i].vehicles = append(gaps[i].vehicles, v)
@@ -151,10 +201,32 @@ func describeGaps(gaps []kernelGap) string {
 		if len(vs) > 5 {
 			vs, more = vs[:5], fmt.Sprintf(" and %d more", len(g.vehicles)-5)
 		}
-		parts = append(parts, fmt.Sprintf("%s not provided by kernel %s on %s%s (%s cannot be measured there)",
-			g.counter, g.release, strings.Join(vs, ", "), more, g.metric))
+		fallback := ""
+		if g.nodeLevel {
+			fallback = fmt.Sprintf("; the kernel counts it as TcpExt %s, exported as %s: per node, not per pair, on %s",
+				g.fallback, g.fallbackMetric, kernelLine(g.release))
+		}
+		parts = append(parts, fmt.Sprintf("%s not provided by kernel %s on %s%s (%s cannot be measured there%s)",
+			g.name(), g.release, strings.Join(vs, ", "), more, g.metric, fallback))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// kernelLine is the major.minor of a kernel release ("4.9" of
+// "4.9.253-tegra"), or the release when it has none.
+func kernelLine(release string) string {
+	v := strings.SplitN(release, ".", 3)
+	if len(v) < 2 {
+		return release
+	}
+	minor := v[1]
+	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minor = minor[:i]
+	}
+	if v[0] == "" || minor == "" {
+		return release
+	}
+	return v[0] + "." + minor
 }
 
 // checkKernels applies what the cohorts' kernels can measure to a
@@ -162,7 +234,10 @@ func describeGaps(gaps []kernelGap) string {
 // analysis reads makes the measurement Inconclusive, saying so by name (it
 // never counts as a Pass; the analysis' inconclusiveLimit and onInconclusive
 // decide what the rollout does). Baseline vehicles whose kernel lacks one
-// are left out of the baseline, and note says so.
+// are left out of the baseline, and note says so. Where such a kernel has
+// the node-level counterpart (TcpExt TCPDSACKRecv for tcpi_dsack_dups,
+// TCPTimeouts for tcpi_total_rto, on 4.9), the message names it and its
+// metric, per node, not per pair; the guard's query is not rewritten to it.
 func checkKernels(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (unmeasurable string, measurable Cohort, note string) {
 	uses := requiredCounters(spec)
 	if gaps, _ := kernelGaps(uses, canary); len(gaps) > 0 {

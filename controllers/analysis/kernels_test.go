@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/kernel"
 )
 
 // Kernels as the agent reports them: Debian 11's arm64 5.10 (the JetPack 5
@@ -36,6 +37,16 @@ var (
 		TCPInfoCounters: []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut, v1alpha1.CounterDSACKDups}}
 	kernel618 = &v1alpha1.KernelFeatures{Release: "6.18.0", Machine: "x86_64",
 		TCPInfoCounters: []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut, v1alpha1.CounterDSACKDups, v1alpha1.CounterTotalRTO}}
+	// JetPack 4's 4.9 as an agent that reports node counters sees it: no
+	// tcpi_dsack_dups nor tcpi_total_rto, every TcpExt counter.
+	kernel49 = &v1alpha1.KernelFeatures{Release: "4.9.253-tegra", Machine: "aarch64",
+		TCPInfoCounters: []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut},
+		NodeCounters: []v1alpha1.NodeCounter{{Name: v1alpha1.NodeCounterTimeouts}, {Name: v1alpha1.NodeCounterSpuriousRTOs},
+			{Name: v1alpha1.NodeCounterLossProbes}, {Name: v1alpha1.NodeCounterDSACKRecv}, {Name: v1alpha1.NodeCounterDSACKOfoRecv}}}
+	// The same kernel reported by an agent that does not report node
+	// counters.
+	kernel49Old = &v1alpha1.KernelFeatures{Release: "4.9.140-tegra", Machine: "aarch64",
+		TCPInfoCounters: []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut}}
 )
 
 // kernelsOf gives every vehicle two nodes (xavier-a, xavier-b) on kernel k.
@@ -64,6 +75,8 @@ func TestRequiredCounters(t *testing.T) {
 		{"the latency judge reads no tcp_info counter", judge, nil},
 		{"a query analysis", query, []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut}},
 		{"names that only contain a metric's name", lookalike, nil},
+		{"a node-level guard", &v1alpha1.AnalysisSpec{Query: `sum(rate(nettune_node_tcpext_dsack_recv_total[1m])) / sum(rate(nettune_tcp_segments_out_total[1m]))`},
+			[]string{v1alpha1.CounterSegsOut, v1alpha1.NodeCounterDSACKRecv}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -221,4 +234,106 @@ func TestGuardOnAbsentCounterIsNeverAPass(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCheckKernelsNodeLevelFallback: on 4.9 (no tcpi_dsack_dups, no
+// tcpi_total_rto) a guard on them is still never a Pass, and where the
+// kernel has the node-level TcpExt counterpart the message names it, its
+// metric and that it is per node, not per pair; where it has neither, the
+// message names the vehicle, the counter and the kernel. An analysis that
+// reads a node-level metric is checked against the node counters reported.
+func TestCheckKernelsNodeLevelFallback(t *testing.T) {
+	dsack := sampleAnalysis(t, "demo/02-xavier-lan-v2.yaml", "spurious-retransmissions")
+	rto := dsack.DeepCopy()
+	rto.Judge.SlowQuery = strings.ReplaceAll(rto.Judge.SlowQuery, "nettune_tcp_dsack_dups_total", "nettune_tcp_rto_timeouts_total")
+	kernels := kernelsOf(kernel49, "av-011", "av-012")
+	for k, v := range kernelsOf(kernel49Old, "av-013") {
+		kernels[k] = v
+	}
+	for k, v := range kernelsOf(kernel510, "av-003") {
+		kernels[k] = v
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    *v1alpha1.AnalysisSpec
+		canary  []string
+		want    string
+		noteFor []string // baseline
+		note    string
+	}{
+		{"the D-SACK guard on 4.9 with TCPDSACKRecv", dsack, []string{"av-011"},
+			"the canary cannot measure this analysis: tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-011 (nettune_tcp_dsack_dups_total cannot be measured there; the kernel counts it as TcpExt TCPDSACKRecv, exported as nettune_node_tcpext_dsack_recv_total: per node, not per pair, on 4.9)",
+			nil, ""},
+		{"an RTO guard on 4.9 with TCPTimeouts", rto, []string{"av-012"},
+			"the canary cannot measure this analysis: tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-012 (nettune_tcp_dsack_dups_total cannot be measured there; the kernel counts it as TcpExt TCPDSACKRecv, exported as nettune_node_tcpext_dsack_recv_total: per node, not per pair, on 4.9); " +
+				"tcpi_total_rto not provided by kernel 4.9.253-tegra on av-012 (nettune_tcp_rto_timeouts_total cannot be measured there; the kernel counts it as TcpExt TCPTimeouts, exported as nettune_node_tcpext_timeouts_total: per node, not per pair, on 4.9)",
+			nil, ""},
+		{"neither: a 4.9 whose agent reported no node counters", dsack, []string{"av-013"},
+			"the canary cannot measure this analysis: tcpi_dsack_dups not provided by kernel 4.9.140-tegra on av-013 (nettune_tcp_dsack_dups_total cannot be measured there)",
+			nil, ""},
+		{"a 4.9 baseline vehicle is left out, the note names the fallback", dsack, []string{"av-003"}, "",
+			[]string{"av-003", "av-011"},
+			"baseline without tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-011 (nettune_tcp_dsack_dups_total cannot be measured there; the kernel counts it as TcpExt TCPDSACKRecv, exported as nettune_node_tcpext_dsack_recv_total: per node, not per pair, on 4.9)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, _, note := checkKernels(tc.spec, Cohort{Vehicles: tc.canary, Kernels: kernels}, Cohort{Vehicles: tc.noteFor, Kernels: kernels})
+			if msg != tc.want {
+				t.Errorf("got  %q\nwant %q", msg, tc.want)
+			}
+			if note != tc.note {
+				t.Errorf("note %q\nwant %q", note, tc.note)
+			}
+		})
+	}
+
+	node := &v1alpha1.AnalysisSpec{Query: `sum(rate(nettune_node_tcpext_dsack_recv_total{vehicle=~"{{ .Vehicles }}"}[5m]))`}
+	t.Run("a node-level guard measures on 4.9", func(t *testing.T) {
+		if msg, _, note := checkKernels(node, Cohort{Vehicles: []string{"av-011"}, Kernels: kernels}, Cohort{}); msg != "" || note != "" {
+			t.Errorf("unmeasurable %q, note %q: want measurable", msg, note)
+		}
+	})
+	t.Run("a node-level guard where the agent reported no node counters is not checked", func(t *testing.T) {
+		if msg, _, _ := checkKernels(node, Cohort{Vehicles: []string{"av-013", "av-003"}, Kernels: kernels}, Cohort{}); msg != "" {
+			t.Errorf("unmeasurable %q: want not checked", msg)
+		}
+	})
+	t.Run("a node-level guard on a kernel without the node counter", func(t *testing.T) {
+		without := *kernel49
+		without.Release = "4.9.999-custom"
+		without.NodeCounters = []v1alpha1.NodeCounter{{Name: v1alpha1.NodeCounterTimeouts}}
+		msg, _, _ := checkKernels(node, Cohort{Vehicles: []string{"av-020"}, Kernels: kernelsOf(&without, "av-020")}, Cohort{})
+		want := "the canary cannot measure this analysis: TcpExt TCPDSACKRecv not provided by kernel 4.9.999-custom on av-020 (nettune_node_tcpext_dsack_recv_total cannot be measured there)"
+		if msg != want {
+			t.Errorf("got  %q\nwant %q", msg, want)
+		}
+	})
+}
+
+// TestNodeCounterMetricsMatchTheAgent: the node-level metrics the analysis
+// knows are the ones the agent exports, for the same TcpExt counters, and
+// each tcp_info counter's fallback is the agent's node-level counterpart.
+func TestNodeCounterMetricsMatchTheAgent(t *testing.T) {
+	var want, got []string
+	perSocket := map[string]string{}
+	for _, d := range kernel.NodeCounterDefs {
+		want = append(want, d.Name+"="+d.Metric)
+		if d.PerSocket != "" {
+			perSocket[d.PerSocket] = d.Name + "=" + d.Metric
+		}
+	}
+	for _, u := range nodeCounterMetrics {
+		got = append(got, u.counter+"="+u.metric)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("analysis %v, agent %v", got, want)
+	}
+	for _, u := range counterMetrics {
+		fb := ""
+		if u.fallback != "" {
+			fb = u.fallback + "=" + u.fallbackMetric
+		}
+		if fb != perSocket[u.counter] {
+			t.Errorf("%s: fallback %q, agent %q", u.counter, fb, perSocket[u.counter])
+		}
+	}
 }

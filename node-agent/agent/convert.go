@@ -91,6 +91,14 @@ func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
 			return kernel.RouteMetrics{}, err
 		}
 	}
+	if m.Ssthresh != nil {
+		// Locked, or the kernel writes the ssthresh a connection learned
+		// back into the tcp_metrics entry at its close (tcp_update_metrics,
+		// 4.9, and later kernels with tcp_no_ssthresh_metrics_save=0), and
+		// the next connection to the peer starts from that, not from the
+		// profile.
+		m.SetLocked(unix.RTAX_SSTHRESH, true)
+	}
 	if p.RTOMin != nil {
 		if p.RTOMin.Duration <= 0 {
 			return kernel.RouteMetrics{}, fmt.Errorf("rtoMin %s: must be positive", p.RTOMin.Duration)
@@ -136,6 +144,8 @@ func interfaceTuning(s kernel.InterfaceState) v1alpha1.InterfaceTuning {
 const (
 	maxTCPInfoCounters    = 16
 	maxCongestionControls = 32
+	maxNodeCounters       = 16
+	maxNodeCounterMeaning = 512
 )
 
 // kernelFeatures is the API report of what the kernel layer probed, within
@@ -146,5 +156,23 @@ func kernelFeatures(f kernel.Features) *v1alpha1.KernelFeatures {
 		Machine:            f.Machine,
 		TCPInfoCounters:    slices.Clone(f.TCPInfoCounters[:min(len(f.TCPInfoCounters), maxTCPInfoCounters)]),
 		CongestionControls: slices.Clone(f.CongestionControls[:min(len(f.CongestionControls), maxCongestionControls)]),
+		NodeCounters:       nodeCounters(f.NodeCounters),
 	}
+}
+
+// nodeCounters is the API report of the node-level counters, within the
+// API's bounds.
+func nodeCounters(cs []kernel.NodeCounter) []v1alpha1.NodeCounter {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]v1alpha1.NodeCounter, 0, min(len(cs), maxNodeCounters))
+	for _, c := range cs[:min(len(cs), maxNodeCounters)] {
+		m := c.Meaning
+		if len(m) > maxNodeCounterMeaning {
+			m = m[:maxNodeCounterMeaning]
+		}
+		out = append(out, v1alpha1.NodeCounter{Name: c.Name, Meaning: m})
+	}
+	return out
 }

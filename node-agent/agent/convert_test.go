@@ -48,11 +48,11 @@ func TestRouteMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1"; got != want {
+	if got, want := m.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	if m.Locks != kernel.LockBit(unix.RTAX_CWND)|kernel.LockBit(unix.RTAX_RTO_MIN) {
-		t.Errorf("lock mask %#x, want cwnd|rto_min", m.Locks)
+	if m.Locks != kernel.LockBit(unix.RTAX_CWND)|kernel.LockBit(unix.RTAX_SSTHRESH)|kernel.LockBit(unix.RTAX_RTO_MIN) {
+		t.Errorf("lock mask %#x, want cwnd|ssthresh|rto_min", m.Locks)
 	}
 
 	p := seedParams()
@@ -66,7 +66,7 @@ func TestRouteMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.String(), "cwnd 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 2ms quickack 0 congctl bbr advmss 1400 mtu 1450"; got != want {
+	if got, want := m.String(), "cwnd 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 2ms quickack 0 congctl bbr advmss 1400 mtu 1450"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 

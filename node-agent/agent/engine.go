@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/kernel"
@@ -620,9 +621,21 @@ func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult 
 			it.Message = diffMessage(kernel.DiffMetrics(rs.Metrics, cur.Metrics))
 		default:
 			it.State, it.Observed = StateVerified, cur.Metrics.String()
-			if r.Parameters.Ssthresh != nil && (ssErr != nil || !ssthreshEffective) {
-				it.State = StateNotEffective
-				it.Message = "ssthresh is set but ignored while net.ipv4.tcp_no_ssthresh_metrics_save=1"
+			if r.Parameters.Ssthresh == nil {
+				break
+			}
+			// The route's ssthresh holds only where the kernel reads it
+			// (no tcp_no_ssthresh_metrics_save, as on 4.9, or set to 0) and
+			// the route locks it: unlocked, each close writes the learned
+			// ssthresh into tcp_metrics and the next connection starts from
+			// that. (Verified implies the lock the spec asks for.)
+			switch {
+			case ssErr != nil:
+				it.State, it.Message = StateNotEffective, "ssthresh is set but whether the kernel uses it is unknown: "+ssErr.Error()
+			case !ssthreshEffective:
+				it.State, it.Message = StateNotEffective, "ssthresh is set but ignored while net.ipv4.tcp_no_ssthresh_metrics_save=1"
+			case !cur.Metrics.Locked(unix.RTAX_SSTHRESH):
+				it.State, it.Message = StateNotEffective, "ssthresh is set but not locked: each connection's close overwrites it in tcp_metrics"
 			}
 		}
 		items = append(items, it)

@@ -354,7 +354,7 @@ func TestApplyCommits(t *testing.T) {
 		t.Logf("ip route show %s: %s", dst, out)
 		mustContain(t, "route "+dst, out, "dev "+p.devA, "cwnd lock 30", "rto_min lock 10ms", "initcwnd 25", "initrwnd 25", "quickack 1")
 	}
-	mustContain(t, "route "+dst2, routeShow(t, p.A, dst2), "ssthresh 20")
+	mustContain(t, "route "+dst2, routeShow(t, p.A, dst2), "ssthresh lock 20")
 	if got := sysctlOf(t, p.A, "net.ipv4.tcp_rmem"); got != rmem {
 		t.Errorf("tcp_rmem in %s = %q, want %q", p.A.name, got, rmem)
 	}

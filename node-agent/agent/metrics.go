@@ -17,6 +17,7 @@ limitations under the License.
 package agent
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -130,6 +131,9 @@ type specCollector struct {
 
 	rtt, rto, cwnd, sockets       *prometheus.Desc
 	retrans, rtos, dsack, segsOut *prometheus.Desc
+	// nodeCounters are the nettune_node_tcpext_*_total metrics, one per
+	// kernel.NodeCounterDefs entry, in that order.
+	nodeCounters []*prometheus.Desc
 
 	// mu serializes scrapes: a scrape reads the sockets and adds what they
 	// counted to the totals in one step, so that concurrent scrapes never
@@ -146,17 +150,26 @@ func newSpecCollector(l MetricLabels, engine *Engine) *specCollector {
 	desc := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, tcpLabels, constLabels)
 	}
+	var nodeDescs []*prometheus.Desc
+	for _, d := range kernel.NodeCounterDefs {
+		help := fmt.Sprintf("TcpExt %s of the agent's network namespace (/proc/net/netstat), the kernel's count since boot: %s. Per node, not per peer.", d.Name, d.Meaning)
+		if d.PerSocket != "" {
+			help += fmt.Sprintf(" The node-level fallback where tcp_info lacks %s (4.9).", d.PerSocket)
+		}
+		nodeDescs = append(nodeDescs, prometheus.NewDesc(d.Metric, help, []string{"node"}, constLabels))
+	}
 	return &specCollector{
-		node:    l.Node,
-		engine:  engine,
-		rtt:     desc("nettune_tcp_rtt_seconds", "Smoothed RTT of the established connection to a tuned destination (max over sockets)."),
-		rto:     desc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets)."),
-		cwnd:    desc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets)."),
-		sockets: desc("nettune_tcp_sockets", "TCP sockets to the destination."),
-		retrans: desc("nettune_tcp_retrans_segments_total", "Segments retransmitted to the destination (tcpi_total_retrans)."+accumulatedHelp),
-		rtos:    desc("nettune_tcp_rto_timeouts_total", "Retransmission timeouts of the connections to the destination (tcpi_total_rto; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min."+accumulatedHelp),
-		dsack:   desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 4.19+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
-		segsOut: desc("nettune_tcp_segments_out_total", "Segments sent to the destination (tcpi_segs_out: in MSS units, retransmissions and pure ACKs included; Linux 4.2+), the denominator of the guards."+accumulatedHelp),
+		nodeCounters: nodeDescs,
+		node:         l.Node,
+		engine:       engine,
+		rtt:          desc("nettune_tcp_rtt_seconds", "Smoothed RTT of the established connection to a tuned destination (max over sockets)."),
+		rto:          desc("nettune_tcp_rto_seconds", "Retransmission timeout (max over sockets)."),
+		cwnd:         desc("nettune_tcp_snd_cwnd", "Congestion window in packets (max over sockets)."),
+		sockets:      desc("nettune_tcp_sockets", "TCP sockets to the destination."),
+		retrans:      desc("nettune_tcp_retrans_segments_total", "Segments retransmitted to the destination (tcpi_total_retrans)."+accumulatedHelp),
+		rtos:         desc("nettune_tcp_rto_timeouts_total", "Retransmission timeouts of the connections to the destination (tcpi_total_rto; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min."+accumulatedHelp),
+		dsack:        desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 4.19+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
+		segsOut:      desc("nettune_tcp_segments_out_total", "Segments sent to the destination (tcpi_segs_out: in MSS units, retransmissions and pure ACKs included; Linux 4.2+), the denominator of the guards."+accumulatedHelp),
 	}
 }
 
@@ -164,9 +177,13 @@ func (c *specCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRevision, c.rtt, c.rto, c.cwnd, c.sockets, c.retrans, c.rtos, c.dsack, c.segsOut} {
 		ch <- d
 	}
+	for _, d := range c.nodeCounters {
+		ch <- d
+	}
 }
 
 func (c *specCollector) Collect(ch chan<- prometheus.Metric) {
+	c.collectNodeCounters(ch)
 	spec, err := c.engine.CommittedSpec()
 	if err != nil {
 		return
@@ -366,5 +383,25 @@ func (c *specCollector) collectTCPInfo(ch chan<- prometheus.Metric, spec v1alpha
 		if c.tcp.hasSegsOut {
 			ch <- prometheus.MustNewConstMetric(c.segsOut, prometheus.CounterValue, float64(t.segsOut), labels...)
 		}
+	}
+}
+
+// collectNodeCounters reports the node-level TcpExt counters of the agent's
+// namespace as they stand, tuned or not; a counter the kernel lacks has no
+// series (as a tcp_info counter it lacks).
+func (c *specCollector) collectNodeCounters(ch chan<- prometheus.Metric) {
+	if c.engine == nil || c.engine.Host == nil {
+		return
+	}
+	tc, err := c.engine.Host.ReadTCPCounters()
+	if err != nil {
+		return
+	}
+	for i, d := range kernel.NodeCounterDefs {
+		v, ok := tc.All["TcpExt."+d.Name]
+		if !ok {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.nodeCounters[i], prometheus.CounterValue, float64(uint64(v)), c.node)
 	}
 }

@@ -70,7 +70,11 @@ limitations under the License.
 //     net.ipv4.tcp_available_congestion_control may still be accepted
 //     ([Handle.LoadCongestionControl] asks for it without a route).
 //   - ssthresh from a route is ignored while net.ipv4.tcp_no_ssthresh_metrics_save
-//     is 1 (the default); see [Handle.SsthreshEffective].
+//     is 1 (the default); see [Handle.SsthreshEffective]. Where it is used
+//     (that sysctl 0, or absent as on 4.9) it holds only when locked:
+//     unlocked, each connection's close writes its learned ssthresh into the
+//     tcp_metrics entry and the next connection starts from that. The
+//     agent's conversion locks it.
 //   - The operational state of a link follows its carrier late (see
 //     [InterfaceState.Settled]): a state read right after a change of the
 //     link or of its peer is read with [Handle.WaitInterface].

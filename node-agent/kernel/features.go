@@ -44,12 +44,17 @@ type Features struct {
 	// (tcp_available_congestion_control); a kernel with modules loads
 	// others on demand (LoadCongestionControl).
 	CongestionControls []string
+	// NodeCounters are the node-level TcpExt counters of NodeCounterDefs
+	// the handle's namespace has (/proc/net/netstat), with their meaning
+	// on this kernel.
+	NodeCounters []NodeCounter
 }
 
 // ProbeFeatures learns what the kernel provides: uname, the congestion
-// controls loaded, and the length of the tcp_info sock_diag reports for a
-// loopback TCP connection it opens (and closes) in the handle's namespace,
-// which needs lo up there. On error the features it could learn are set.
+// controls loaded, the node-level TcpExt counters, and the length of the
+// tcp_info sock_diag reports for a loopback TCP connection it opens (and
+// closes) in the handle's namespace, which needs lo up there. On error the
+// features it could learn are set.
 func (h *Handle) ProbeFeatures() (Features, error) {
 	var f Features
 	var errs []error
@@ -63,6 +68,11 @@ func (h *Handle) ProbeFeatures() (Features, error) {
 		errs = append(errs, err)
 	} else {
 		f.CongestionControls = cc
+	}
+	if c, err := h.ReadTCPCounters(); err != nil {
+		errs = append(errs, err)
+	} else {
+		f.NodeCounters = NodeCounters(f.Release, c.All)
 	}
 	if n, err := h.loopbackTCPInfoLen(); err != nil {
 		errs = append(errs, fmt.Errorf("tcp_info of a loopback connection: %w", err))

@@ -28,8 +28,8 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // seedMetrics are the seed values of the project as the agent converts
-// them: cwnd 30 locked, initcwnd/initrwnd 25, ssthresh 30, rto_min 10ms
-// (always locked), quickack.
+// them: cwnd 30 locked, initcwnd/initrwnd 25, ssthresh 30 (always locked),
+// rto_min 10ms (always locked), quickack.
 func seedMetrics() RouteMetrics {
 	rto := 10 * time.Millisecond
 	m := RouteMetrics{
@@ -41,6 +41,7 @@ func seedMetrics() RouteMetrics {
 		Quickack: ptr(true),
 	}
 	m.SetLocked(unix.RTAX_CWND, true)
+	m.SetLocked(unix.RTAX_SSTHRESH, true)
 	m.SetLocked(unix.RTAX_RTO_MIN, true)
 	return m
 }
@@ -92,7 +93,7 @@ func TestEncodeMetricsSingleLock(t *testing.T) {
 		case unix.RTAX_LOCK:
 			locks++
 			v, _ := u32(a.Value)
-			want := LockBit(unix.RTAX_CWND) | LockBit(unix.RTAX_RTO_MIN) | LockBit(unix.RTAX_MTU)
+			want := LockBit(unix.RTAX_CWND) | LockBit(unix.RTAX_SSTHRESH) | LockBit(unix.RTAX_RTO_MIN) | LockBit(unix.RTAX_MTU)
 			if v != want {
 				t.Errorf("RTAX_LOCK = %#x, want %#x", v, want)
 			}
@@ -139,7 +140,7 @@ func TestMergeRemoveDiff(t *testing.T) {
 		t.Errorf("diff before merge: %v", d)
 	}
 	merged := MergeMetrics(cur, desired)
-	want := "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1 mtu lock 1400 features ecn"
+	want := "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1 mtu lock 1400 features ecn"
 	if merged.String() != want {
 		t.Errorf("merged = %q, want %q", merged, want)
 	}

@@ -35,8 +35,9 @@ func seedSpec(t *testing.T, p *pair) RouteSpec {
 	return RouteSpec{Dst: dst, Device: p.devA, Metrics: seedMetrics()}
 }
 
-// TestApplyRouteLockMask is the regression test for the lock-mask bug: cwnd
-// and rto_min must both end up locked, as iproute2 itself shows.
+// TestApplyRouteLockMask is the regression test for the lock-mask bug: cwnd,
+// ssthresh and rto_min must all end up locked (one RTAX_LOCK attribute with
+// the whole mask), as iproute2 itself shows.
 func TestApplyRouteLockMask(t *testing.T) {
 	p := newPair(t)
 	spec := seedSpec(t, p)
@@ -51,7 +52,7 @@ func TestApplyRouteLockMask(t *testing.T) {
 
 	out := ipRouteShow(t, p.A, p.hostB().String())
 	t.Logf("ip route show: %s", out)
-	for _, want := range []string{"cwnd lock 30", "rto_min lock 10ms", "initcwnd 25", "initrwnd 25", "ssthresh 30", "quickack 1"} {
+	for _, want := range []string{"cwnd lock 30", "rto_min lock 10ms", "initcwnd 25", "initrwnd 25", "ssthresh lock 30", "quickack 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ip route show %s = %q, missing %q", p.hostB(), out, want)
 		}
@@ -67,7 +68,7 @@ func TestApplyRouteLockMask(t *testing.T) {
 	if !r.Metrics.Equal(spec.Metrics) {
 		t.Errorf("read back %s, want exactly %s", r.Metrics, spec.Metrics)
 	}
-	if got, want := r.Metrics.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1"; got != want {
+	if got, want := r.Metrics.String(), "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1"; got != want {
 		t.Errorf("formatted %q, want %q", got, want)
 	}
 	if r.Device != p.devA || r.Scope != unix.RT_SCOPE_LINK || r.Gateway != nil {
@@ -135,7 +136,7 @@ func TestApplyRoutePreservesOtherMetricsAndRoutes(t *testing.T) {
 		t.Errorf("change = %+v", ch)
 	}
 	r := ch.After
-	want := "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh 30 rto_min lock 10ms quickack 1 mtu lock 1400 window 65535 reordering 5 hoplimit 33 features ecn"
+	want := "cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1 mtu lock 1400 window 65535 reordering 5 hoplimit 33 features ecn"
 	if got := r.Metrics.String(); got != want {
 		t.Errorf("metrics after apply:\n got %s\nwant %s", got, want)
 	}

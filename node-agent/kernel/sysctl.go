@@ -204,7 +204,10 @@ func (h *Handle) WriteSysctl(name, value string) (string, error) {
 // net.ipv4.tcp_no_ssthresh_metrics_save is 1 (the default), in which case a
 // caller reports ssthresh as not effective. A kernel without that sysctl
 // (4.9: tcp_init_metrics takes the cached ssthresh unconditionally) always
-// uses it.
+// uses it. Where the kernel uses it, it holds only if the route locks
+// RTAX_SSTHRESH: tcp_update_metrics writes the ssthresh a connection learned
+// back into the tcp_metrics entry at its close unless the metric is locked,
+// and the next connection to the peer starts from that.
 func (h *Handle) SsthreshEffective() (bool, error) {
 	v, err := h.ReadSysctl("net.ipv4.tcp_no_ssthresh_metrics_save")
 	if errors.Is(err, fs.ErrNotExist) {

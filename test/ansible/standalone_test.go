@@ -93,7 +93,7 @@ spec:
 }
 
 // tunedAttrs are what `ip route show` prints for the route of nodeState(…, 25, …).
-var tunedAttrs = []string{"cwnd lock 30", "initcwnd 25", "initrwnd 25", "ssthresh 30", "rto_min lock 10ms", "quickack 1"}
+var tunedAttrs = []string{"cwnd lock 30", "initcwnd 25", "initrwnd 25", "ssthresh lock 30", "rto_min lock 10ms", "quickack 1"}
 
 func missingAttrs(route string, attrs []string) []string {
 	var missing []string

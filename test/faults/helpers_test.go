@@ -190,7 +190,7 @@ func converged(t *testing.T, profile, rev string, ssthresh int32) bool {
 			return false
 		}
 	}
-	want := fmt.Sprintf("ssthresh %d", ssthresh)
+	want := fmt.Sprintf("ssthresh lock %d", ssthresh)
 	for _, v := range vehicles {
 		for _, h := range hosts {
 			rs, err := kernelRoutes(v, h)
@@ -235,7 +235,7 @@ func hostsOn(t *testing.T, vehicle string, ssthresh int32) int {
 		}
 		all := len(rs) == routesPerHost
 		for _, sig := range rs {
-			all = all && strings.Contains(sig, fmt.Sprintf("ssthresh %d", ssthresh))
+			all = all && strings.Contains(sig, fmt.Sprintf("ssthresh lock %d", ssthresh))
 		}
 		if all {
 			n++
@@ -381,7 +381,7 @@ func (s *sampler) sample(vehicle, host string) {
 		if !known {
 			want, known = lkg[dst+"/32"]
 		}
-		if lkg != nil && (!known || !strings.Contains(sig, fmt.Sprintf("ssthresh %d", want))) {
+		if lkg != nil && (!known || !strings.Contains(sig, fmt.Sprintf("ssthresh lock %d", want))) {
 			bad = append(bad, fmt.Sprintf("%s %q (last-known-good: ssthresh %d, known %v)", dst, sig, want, known))
 		}
 	}

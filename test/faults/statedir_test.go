@@ -185,7 +185,7 @@ func TestAgentStateDirectory(t *testing.T) {
 				t.Fatal(err)
 			} else {
 				for dst, sig := range rs {
-					if !strings.Contains(sig, fmt.Sprintf("ssthresh %d", base)) {
+					if !strings.Contains(sig, fmt.Sprintf("ssthresh lock %d", base)) {
 						t.Errorf("%s: route %s %q changed while the agent could not record it", node, dst, sig)
 					}
 				}
