@@ -47,6 +47,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/internal/testpki"
 	"github.com/nettune/nettune/test/testbed"
 )
 
@@ -86,6 +87,29 @@ type Options struct {
 	// as it makes it — its child processes, network namespaces and iptables
 	// rules — so that ClearLedger can remove what a killed run left.
 	Ledger *Ledger
+
+	// Secure runs the observability stack as a user's is: Loki with
+	// auth_enabled (multi-tenant) behind a TLS gateway with basic auth
+	// (nginx, a CA made for the fleet) that allows each user its tenant
+	// only, and Prometheus' API with TLS and basic auth (--web.config.file;
+	// it still scrapes the agents and the controller over plain HTTP). The
+	// agents push through the gateway with their own user (a shared
+	// --loki-credentials-dir); the controller queries with the Secrets
+	// LokiSecret and PrometheusSecret in Namespace (--loki-secret,
+	// --prometheus-secret) and pushes its events with its user
+	// (--loki-push-credentials-dir). f.Loki stays Loki's own address, with
+	// the tenant, for tests' direct reads; Secrets lists every credential
+	// value made, for tests to grep for.
+	Secure bool
+	// Tenant is a secure fleet's Loki tenant (default DefaultTenant).
+	Tenant string
+	// Gateway, with Secure and a shared Loki, is the gateway in front of
+	// it, on which LokiUsers are users allowed Tenant; Close leaves it
+	// running. A secure fleet with its own Loki starts its own gateway.
+	Gateway *testenv.Gateway
+	// LokiUsers are the fleet's users on Gateway; nil with its own
+	// gateway: made with random passwords.
+	LokiUsers *LokiUsers
 }
 
 // DefaultVehicles is four Xavier vehicles of three hosts.
@@ -103,6 +127,9 @@ type Fleet struct {
 	CP         *localcp.ControlPlane
 	Loki       *testenv.Loki
 	Prometheus *testenv.Prometheus
+	// Gateway is the TLS and basic-auth gateway in front of Loki of a
+	// secure fleet (Options.Secure); nil otherwise.
+	Gateway *testenv.Gateway
 	// Vehicles by name.
 	Vehicles map[string]*testbed.Vehicle
 	// ControllerMetrics is the controller's metrics address.
@@ -119,8 +146,13 @@ type Fleet struct {
 	// rules are the iptables rules CutAPIServer inserted and not yet
 	// removed (Close removes them), by their text.
 	rules map[string][]string
-	// sharedCP and sharedLoki were handed in (Options): Close leaves them.
-	sharedCP, sharedLoki bool
+	// sharedCP, sharedLoki and sharedGateway were handed in (Options):
+	// Close leaves them.
+	sharedCP, sharedLoki, sharedGateway bool
+	// secure is what a secure fleet made (nil without Options.Secure);
+	// ca signed its own gateway's and Prometheus' certificates.
+	secure *secureState
+	ca     *testpki.CA
 }
 
 // NodeName is the Node of a vehicle's host.
@@ -142,6 +174,9 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	}
 	if o.Heartbeat == 0 {
 		o.Heartbeat = 5 * time.Second
+	}
+	if err := checkSecureOptions(o); err != nil {
+		return nil, err
 	}
 	root, err := localcp.RepoRoot()
 	if err != nil {
@@ -183,7 +218,11 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	}
 
 	began = time.Now()
-	if o.Loki != nil {
+	if o.Secure {
+		if err := f.startSecureLoki(); err != nil {
+			return nil, err
+		}
+	} else if o.Loki != nil {
 		f.Loki, f.sharedLoki = o.Loki, true
 	} else if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
 		return nil, err
@@ -208,13 +247,25 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	f.ControllerMetrics = fmt.Sprintf("127.0.0.1:%d", ports[len(nodes)])
 	targets = append(targets, f.ControllerMetrics)
 	if !o.NoPrometheus {
-		if f.Prometheus, err = testenv.RunPrometheus(filepath.Join(o.Dir, "prometheus"), targets); err != nil {
+		popts := testenv.PrometheusOptions{Targets: targets}
+		if o.Secure {
+			if popts, err = f.securePrometheusOptions(targets); err != nil {
+				return nil, err
+			}
+		}
+		if f.Prometheus, err = testenv.RunPrometheusOpts(filepath.Join(o.Dir, "prometheus"), popts); err != nil {
 			return nil, err
 		}
 		if err := o.Ledger.Children(); err != nil {
 			return nil, err
 		}
-		f.progress("    Loki %s and Prometheus %s up in %s", f.Loki.URL, f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
+		f.progress("    Loki %s and Prometheus %s up in %s", f.LokiAddress(), f.Prometheus.URL, time.Since(began).Round(time.Millisecond))
+	}
+	if o.Secure {
+		if err := f.createSecrets(ctx); err != nil {
+			return nil, err
+		}
+		f.progress("    Loki (tenant %s) behind the TLS and basic-auth gateway %s; Secrets %s and %s in %s", f.secure.tenant, f.Gateway.URL, LokiSecret, PrometheusSecret, Namespace)
 	}
 
 	began = time.Now()
@@ -285,7 +336,10 @@ func (f *Fleet) StartAgents(vehicle string) error {
 			"--state-dir", f.AgentStateDir(node),
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", f.agentPorts[node]),
 			"--lease-renew", f.opts.Heartbeat.String(), "--lease-namespace", Namespace, "--resync", "10s",
-			"--loki-url", f.Loki.URL}
+			"--loki-url", f.LokiAddress()}
+		if f.secure != nil {
+			args = append(args, "--loki-credentials-dir", f.secure.agentsDir)
+		}
 		for _, t := range f.opts.Topics {
 			args = append(args, "--probe-topic", t)
 		}
@@ -432,12 +486,18 @@ func (f *Fleet) env() []string {
 }
 
 func (f *Fleet) startController() error {
-	args := []string{"--namespace", Namespace, "--loki-address", f.Loki.URL,
+	args := []string{"--namespace", Namespace, "--loki-address", f.LokiAddress(),
 		"--metrics-bind-address", f.ControllerMetrics, "--health-probe-bind-address", "0",
 		// Rollout events to Loki as {job="nettune-controller", profile}.
-		"--loki-push-url", f.Loki.URL, "--loki-buffer-dir", filepath.Join(f.Dir, "controller", "loki-buffer")}
+		"--loki-push-url", f.LokiAddress(), "--loki-buffer-dir", filepath.Join(f.Dir, "controller", "loki-buffer")}
+	if f.secure != nil {
+		args = append(args, "--loki-secret", LokiSecret, "--loki-push-credentials-dir", f.secure.pushDir)
+	}
 	if f.Prometheus != nil {
 		args = append(args, "--prometheus-address", f.Prometheus.URL)
+		if f.secure != nil {
+			args = append(args, "--prometheus-secret", PrometheusSecret)
+		}
 	}
 	p, err := startProc(f.bin("nettune-controller"), args, f.env(), filepath.Join(f.Dir, "logs", "controller.log"))
 	if err != nil {
@@ -497,6 +557,9 @@ func (f *Fleet) Evidence(ctx context.Context) string {
 	for _, n := range nodes {
 		fmt.Fprintf(&b, "=== agent %s log (last 15 lines)\n%s\n", n, tailFile(f.agents[n].logPath, 15))
 	}
+	if f.Gateway != nil {
+		fmt.Fprintf(&b, "=== gateway access log (last 20 lines)\n%s\n", f.Gateway.AccessLog(20))
+	}
 	if f.CP != nil {
 		out, _ := f.Kubectl(ctx, "get", "ntp,nnt", "-o", "yaml")
 		fmt.Fprintf(&b, "=== kubectl get ntp,nnt -o yaml\n%s\n", out)
@@ -541,6 +604,9 @@ func (f *Fleet) Close() error {
 	}
 	if f.Prometheus != nil {
 		errs = append(errs, f.Prometheus.Close())
+	}
+	if f.Gateway != nil && !f.sharedGateway {
+		errs = append(errs, f.Gateway.Close())
 	}
 	if f.Loki != nil && !f.sharedLoki {
 		errs = append(errs, f.Loki.Close())

@@ -644,6 +644,12 @@ func (g *Gateway) Start(t testing.TB) {
 	t.Logf("testenv: gateway at %s started again in %v", g.URL, time.Since(began).Round(time.Millisecond))
 }
 
+// AccessLog is the last n lines of the gateway's access log: user, tenant,
+// request and status of each request (never a password or a token).
+func (g *Gateway) AccessLog(n int) string {
+	return tailFile(filepath.Join(g.dir, "access.log"), n)
+}
+
 // ClientCert signs a client certificate for commonName with the gateway's
 // CA and returns it and its key, PEM-encoded (for RequireClientCert).
 func (g *Gateway) ClientCert(t testing.TB, commonName string) (certPEM, keyPEM []byte) {

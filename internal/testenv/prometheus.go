@@ -141,6 +141,13 @@ func startPrometheus(t testing.TB, bin string, opts PrometheusOptions) (*Prometh
 // RunPrometheus starts Prometheus outside a test (the demo), with its TSDB in
 // dir (emptied first), scraping targets every second. Close stops it.
 func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
+	return RunPrometheusOpts(dir, PrometheusOptions{Targets: targets})
+}
+
+// RunPrometheusOpts is RunPrometheus with options (TLS, basic auth, a client
+// certificate requirement; see PrometheusOptions), outside a test: the
+// fleet's secure stack (internal/fleet Options.Secure).
+func RunPrometheusOpts(dir string, opts PrometheusOptions) (*Prometheus, error) {
 	bin := prometheusBin
 	if _, err := os.Stat(bin); err != nil {
 		found, lookErr := exec.LookPath("prometheus")
@@ -149,8 +156,13 @@ func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
 		}
 		bin = found
 	}
+	if len(opts.Users) > 0 {
+		if _, err := os.Stat(htpasswdBin); err != nil {
+			return nil, fmt.Errorf("%s is missing (basic auth hashes passwords with it): install the Debian package apache2-utils (hack/deps.sh)", htpasswdBin)
+		}
+	}
 	return runInDir("Prometheus", dir, func() (*Prometheus, error) {
-		return launchPrometheus(bin, dir, PrometheusOptions{Targets: targets})
+		return launchPrometheus(bin, dir, opts)
 	})
 }
 

@@ -196,7 +196,9 @@ func testDashboards(t *testing.T, rev string) {
 		f.Loki.WaitForCount(t, q, 1, 30*time.Second)
 	}
 
-	r := &dashboards.Runner{LokiURL: f.Loki.URL, PrometheusURL: f.Prometheus.URL, Start: fleetUp, End: time.Now(), Step: 10 * time.Second}
+	// As Grafana would: Loki through the gateway with a tenant and basic
+	// auth, Prometheus with TLS and basic auth.
+	r := &dashboards.Runner{LokiURL: f.LokiAddress(), PrometheusURL: f.Prometheus.URL, Client: f.QueryClient(), Start: fleetUp, End: time.Now(), Step: 10 * time.Second}
 	vars := r.Vars(time.Second) // testenv's Prometheus scrapes every second
 	vars["profile"], vars["revision"], vars["vehicle"], vars["node"] = profile, rev, revertVehicle, node
 	began := time.Now()
@@ -269,7 +271,7 @@ func testExperimentDashboard(t *testing.T, x *v1alpha1.NetTuningExperiment, bega
 	}
 	// What the annotations show has reached Loki (the shippers batch for 1s).
 	f.Loki.WaitForCount(t, `{job="nettune-controller", experiment="`+x.Name+`"} | json | event="ArmStopped"`, 1, 30*time.Second)
-	r := &dashboards.Runner{LokiURL: f.Loki.URL, PrometheusURL: f.Prometheus.URL, Start: began, End: time.Now(), Step: 5 * time.Second}
+	r := &dashboards.Runner{LokiURL: f.LokiAddress(), PrometheusURL: f.Prometheus.URL, Client: f.QueryClient(), Start: began, End: time.Now(), Step: 5 * time.Second}
 	vars := r.Vars(time.Second)
 	// A multi-value variable with several values chosen is a regex.
 	vars["experiment"], vars["base"], vars["control"] = x.Name, x.Spec.Profile, strings.Join(control, "|")

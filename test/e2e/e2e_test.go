@@ -17,6 +17,11 @@ limitations under the License.
 // Package e2e runs the product in one piece: a real kube-apiserver and etcd,
 // Loki, Prometheus, the controller, and four simulated vehicles of three
 // hosts, each host a network namespace with a real nettune-agent. Root only.
+//
+// The observability stack is secured as a user's is (fleet Options.Secure):
+// Loki multi-tenant (auth_enabled) behind an nginx gateway with TLS and
+// basic auth, Prometheus' API with TLS and basic auth; the controller reads
+// its credentials from Secrets, the agents from a credentials directory.
 package e2e
 
 import (
@@ -70,7 +75,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	began := time.Now()
-	f, err = fleet.Start(ctx, fleet.Options{Dir: dir, Topics: fleet.DemoTopics, Progress: os.Stdout})
+	f, err = fleet.Start(ctx, fleet.Options{Dir: dir, Topics: fleet.DemoTopics, Progress: os.Stdout, Secure: true})
 	if err != nil {
 		fmt.Println("e2e: starting the fleet:", err)
 		cancel()
@@ -376,6 +381,10 @@ func TestE2E(t *testing.T) {
 		r1 = p.Status.StableRevision
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
 		assertRoutes(t, "cwnd lock 40", nil)
+		// Every agent pushes to Loki through the gateway with its
+		// credentials directory. Waited for before the leases are watched:
+		// the first push's LogsShipped condition is a status change.
+		waitFor(t, time.Minute, "every node's LogsShipped condition True", func() bool { return logsShipped(t) == "" })
 		assertLeases(t)
 	})
 
@@ -494,7 +503,7 @@ func TestE2E(t *testing.T) {
 		}
 		restarted = true
 		waitFor(t, 2*time.Minute, offline+" converges to "+r4, func() bool { return allVerified(t, r4) })
-		assertRoutes(t, "ssthresh 29", func(vehicle, host, route string) bool { return vehicle == offline })
+		assertRoutes(t, "ssthresh lock 29", func(vehicle, host, route string) bool { return vehicle == offline })
 	})
 
 	t.Run("plugin promote, abort and undo", func(t *testing.T) {
@@ -533,6 +542,10 @@ func TestE2E(t *testing.T) {
 		})
 		waitFor(t, time.Minute, "every node verified "+r1, func() bool { return allVerified(t, r1) })
 		assertRoutes(t, "cwnd lock 40", nil)
+	})
+
+	t.Run("a wrong password in the controller's Secret pauses the analysis; fixed, the rollout goes on by itself", func(t *testing.T) {
+		testBrokenSecret(t)
 	})
 
 	t.Run("a revision whose post-apply probe fails is reverted by the agents and rolled back", func(t *testing.T) {

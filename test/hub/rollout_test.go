@@ -18,6 +18,8 @@ package hub
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,6 +41,7 @@ import (
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/internal/fleet"
+	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/hubtest"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/testenv"
@@ -62,6 +65,13 @@ const profileName = "xavier-lan"
 // vehicles turn Unreachable, never Failed, and catch up when it returns; the
 // demo's bad edit is rolled back in every cluster; a bad profile is refused
 // at the hub's admission and no work changes.
+//
+// The central Loki is multi-tenant (auth_enabled) behind a TLS gateway with
+// basic auth (nginx, a CA made by the test): each cluster's agents and
+// controller push with their own users into the cluster's tenant (its
+// name), and the hub's controller queries all three tenants at once
+// ("depot-a|depot-b|depot-c") with a Secret in its namespace. No
+// credential appears in the hub's or the clusters' objects or logs.
 func TestHubRollout(t *testing.T) {
 	root, err := localcp.RepoRoot()
 	if err != nil {
@@ -98,14 +108,36 @@ func TestHubRollout(t *testing.T) {
 			t.Errorf("stopping the hub: %v", err)
 		}
 	})
-	loki, err := testenv.RunLoki(filepath.Join(dir, "loki"))
+	names := []string{"depot-a", "depot-b", "depot-c"}
+	loki, err := testenv.RunLokiOpts(filepath.Join(dir, "loki"), testenv.LokiOptions{Auth: true, Tenant: strings.Join(names, "|")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = loki.Close() })
+	// The gateway's users: per cluster its agents and its controller, each
+	// allowed the cluster's tenant only; the hub's controller, all three.
+	users := map[string]fleet.LokiUsers{}
+	var gatewayUsers []testenv.GatewayUser
+	var secrets []string
+	for _, name := range names {
+		u, err := fleet.NewLokiUsers(name, name+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[name] = u
+		gatewayUsers = append(gatewayUsers, u.Agents, u.Controller)
+	}
+	hubPassword, err := fleet.NewPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubUser := testenv.GatewayUser{Name: "nettune-hub", Password: hubPassword, Tenants: names}
+	gatewayUsers = append(gatewayUsers, hubUser)
+	secrets = append(secrets, hubPassword, fleet.BasicAuth(hubUser.Name, hubPassword))
+	gw := testenv.StartGateway(t, testenv.GatewayOptions{Upstream: loki.URL, Users: gatewayUsers})
 
 	var clusters []*cluster
-	for i, name := range []string{"depot-a", "depot-b", "depot-c"} {
+	for i, name := range names {
 		s, err := h.StartSpoke(name)
 		if err != nil {
 			t.Fatalf("spoke %s: %v", name, err)
@@ -114,13 +146,16 @@ func TestHubRollout(t *testing.T) {
 		for j := 1; j <= 2; j++ {
 			vs = append(vs, fleet.VehicleSpec{Name: fmt.Sprintf("av-%d%02d", i+1, j), Hardware: "xavier", Hosts: []string{"xavier-a", "xavier-b", "xavier-c"}})
 		}
+		u := users[name]
 		f, err := fleet.Start(ctx, fleet.Options{Dir: filepath.Join(dir, name), Vehicles: vs, Loki: loki, NoPrometheus: true,
+			Secure: true, Tenant: name, Gateway: gw, LokiUsers: &u,
 			ControlPlane: &localcp.ControlPlane{Config: s.Config, Client: s.Client, Kubeconfig: s.Kubeconfig, Scheme: h.Scheme}})
 		if err != nil {
 			t.Fatalf("vehicles of %s: %v", name, err)
 		}
 		c := &cluster{name: name, spoke: s, fleet: f}
 		t.Cleanup(func() { _ = c.fleet.Close() })
+		secrets = append(secrets, f.Secrets()...)
 		// The demo's loss scenarios (incast and foreign UDP bursts into
 		// xavier-a), which make the bad edit's regression.
 		stop := f.StartTraffic(ctx)
@@ -130,9 +165,16 @@ func TestHubRollout(t *testing.T) {
 	if err := h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleet.Namespace}}); err != nil {
 		t.Fatal(err)
 	}
-	stopHub := startHubController(t, root, dir, h, loki)
+	// The hub's query credentials: every cluster's tenant, joined by "|".
+	if err := h.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: hubLokiSecret, Namespace: fleet.Namespace}, Data: map[string][]byte{
+		httpauth.KeyTenant: []byte(strings.Join(names, "|")), httpauth.KeyUsername: []byte(hubUser.Name),
+		httpauth.KeyPassword: []byte(hubPassword), httpauth.KeyCA: gw.CAPEM,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	stopHub := startHubController(t, root, dir, h, gw.URL)
 	t.Cleanup(stopHub)
-	t.Logf("TIMING hub, Loki, 3 clusters of 2 vehicles (18 agents) and the hub's controller up in %s", time.Since(began).Round(time.Millisecond))
+	t.Logf("TIMING hub, Loki behind the gateway, 3 clusters of 2 vehicles (18 agents) and the hub's controller up in %s", time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- hub controller log:\n%s", tailFile(filepath.Join(dir, "logs", "hub-controller.log"), 60))
@@ -150,6 +192,14 @@ func TestHubRollout(t *testing.T) {
 	r1 := waitHealthy(t, h, 4*time.Minute, "v1")
 	waitEveryVehicle(t, clusters, r1, 3*time.Minute)
 	t.Logf("v1 (%s) on every vehicle of the 3 clusters", r1)
+	// Each cluster's agents pushed through the gateway into its own tenant.
+	for _, c := range clusters {
+		var vehicles []string
+		for v := range c.fleet.Vehicles {
+			vehicles = append(vehicles, v)
+		}
+		loki.WithTenant(c.name).WaitForCount(t, `{job="nettune-probe", vehicle=~"`+strings.Join(vehicles, "|")+`"}`, 1, 2*time.Minute)
+	}
 
 	// v2, the demo's good edit: canaries in two clusters first.
 	v2 := sample(t, root, "02-xavier-lan-v2.yaml")
@@ -228,6 +278,59 @@ func TestHubRollout(t *testing.T) {
 	if after := workVersions(t, h); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("works changed after a refused profile: %v, then %v", before, after)
 	}
+	assertNoLeaks(t, h, dir, clusters, secrets)
+}
+
+// hubLokiSecret is the hub controller's --loki-secret.
+const hubLokiSecret = "nettune-loki"
+
+// assertNoLeaks greps for every credential (raw and base64-encoded) in the
+// hub's profiles and ManifestWorks and every Event there, the hub
+// controller's log, and each cluster's NodeNetTunings, Events and logs.
+func assertNoLeaks(t *testing.T, h *hubtest.Hub, dir string, clusters []*cluster, secrets []string) {
+	t.Helper()
+	ctx := context.Background()
+	sources := map[string]string{}
+	dump := func(where string, c client.Client, lists ...client.ObjectList) {
+		for _, l := range lists {
+			if err := c.List(ctx, l); err != nil {
+				t.Errorf("%s: listing %T: %v", where, l, err)
+				continue
+			}
+			b, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sources[fmt.Sprintf("%s %T", where, l)] = string(b)
+		}
+	}
+	dump("hub", h.Client, &v1alpha1.NetTuningProfileList{}, &workv1.ManifestWorkList{}, &corev1.EventList{})
+	logs := []string{filepath.Join(dir, "logs", "hub-controller.log")}
+	for _, c := range clusters {
+		dump("cluster "+c.name, c.spoke.Client, &v1alpha1.NodeNetTuningList{}, &corev1.EventList{})
+		more, _ := filepath.Glob(filepath.Join(c.fleet.Dir, "logs", "*"))
+		logs = append(logs, more...)
+	}
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("reading %s: %v", path, err)
+			continue
+		}
+		sources["log "+path] = string(b)
+	}
+	size := 0
+	for where, text := range sources {
+		size += len(text)
+		for i, v := range secrets {
+			for form, needle := range map[string]string{"": v, " base64-encoded": base64.StdEncoding.EncodeToString([]byte(v))} {
+				if strings.Contains(text, needle) {
+					t.Errorf("credential #%d%s found in %s", i+1, form, where)
+				}
+			}
+		}
+	}
+	t.Logf("%d credentials (raw and base64) looked for in %d sources (%d KB): the hub's and clusters' objects, events and logs", len(secrets), len(sources), size/1024)
 }
 
 // sample reads a demo profile, without its Prometheus analysis (the hub's
@@ -445,14 +548,16 @@ func workVersions(t *testing.T, h *hubtest.Hub) map[string]string {
 }
 
 // startHubController runs bin/nettune-controller --hub against the hub.
-func startHubController(t *testing.T, root, dir string, h *hubtest.Hub, loki *testenv.Loki) func() {
+// It queries Loki at lokiAddress (the gateway) with the Secret hubLokiSecret.
+func startHubController(t *testing.T, root, dir string, h *hubtest.Hub, lokiAddress string) func() {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, "logs", "hub-controller.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(root, "bin", "nettune-controller"), "--hub", "--namespace", fleet.Namespace,
-		"--cluster-namespace", fleet.Namespace, "--loki-address", loki.URL, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--cluster-namespace", fleet.Namespace, "--loki-address", lokiAddress, "--loki-secret", hubLokiSecret,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
