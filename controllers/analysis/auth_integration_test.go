@@ -158,7 +158,7 @@ func basicOf(user, password string) string {
 }
 
 // TestApplicationLatencyCountsFromVerification judges on an application's
-// own latency — one JSON line per message in Loki, labelled with the
+// own latency — one JSON line per message in Loki, labeled with the
 // vehicle and nothing of nettune — on a real Loki: a canary vehicle is
 // measured only once the whole window is after it verified the revision,
 // so its slow messages from before the change never count.

@@ -181,7 +181,7 @@ func unavailableStatus(code int) bool {
 
 // transportError classifies an error of the HTTP client: every error of
 // the transport (refused, reset, timed out, TLS) is Unavailable; a context
-// cancelled by the caller is not.
+// canceled by the caller is not.
 func transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return err

@@ -112,16 +112,15 @@ import (
 )
 
 var (
-	sequenceSeeds  = flag.Int("sequence.seeds", 100, "TestRolloutSequence: how many seeded-random runs (seeds 1..N)")
-	sequenceSeed   = flag.Int64("sequence.seed", 0, "TestRolloutSequence: make only the random run of this seed")
-	sequenceTrace  = flag.Bool("sequence.trace", false, "TestRolloutSequence: log every tick of every run")
+	sequenceSeeds = flag.Int("sequence.seeds", 100, "TestRolloutSequence: how many seeded-random runs (seeds 1..N)")
+	sequenceSeed  = flag.Int64("sequence.seed", 0, "TestRolloutSequence: make only the random run of this seed")
+	sequenceTrace = flag.Bool("sequence.trace", false, "TestRolloutSequence: log every tick of every run")
 )
 
 const (
 	seqProfile   = "xavier-lan"
 	seqRingLabel = "nettune.io/ring" // the label the selector canaries are chosen by
 )
-
 
 // seqVehicle is one simulated vehicle: what the planner observes of it, and
 // what only the simulation knows.
@@ -192,10 +191,10 @@ type seqWorld struct {
 	ep               *seqEpoch
 	// promoteEpoch is the rollout the promote annotation was written in.
 	promoteEpoch *seqEpoch
-	prevCounted int
-	prevPhase   string
-	prevAssign  map[string]string
-	last        planner.Output
+	prevCounted  int
+	prevPhase    string
+	prevAssign   map[string]string
+	last         planner.Output
 
 	notes []string
 	trace []string
@@ -1225,7 +1224,7 @@ type seqScenario struct {
 
 func runSeqScenario(t *testing.T, sc seqScenario) {
 	w := newSeqWorld(t, rand.New(rand.NewSource(1)), sc.models, sc.stable, sc.rollout)
-	w.name = "scenario "+sc.name
+	w.name = "scenario " + sc.name
 	w.replay = fmt.Sprintf("go test ./controllers/planner -run '%s$' -count=1 -v -args -sequence.trace", t.Name())
 	w.maxLag = sc.maxLag
 	if sc.tick > 0 {

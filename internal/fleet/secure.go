@@ -253,7 +253,7 @@ func (f *Fleet) createSecrets(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("Secret %s/%s: %w", Namespace, name, err)
+			return fmt.Errorf("writing the Secret %s/%s: %w", Namespace, name, err)
 		}
 	}
 	return nil

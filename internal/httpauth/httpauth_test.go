@@ -43,7 +43,7 @@ func TestParseNamesTheKey(t *testing.T) {
 		{"username without password", map[string]string{"username": "u"}, "password", "is missing"},
 		{"password without username", map[string]string{"password": "p4ss"}, "username", "is missing"},
 		{"token beside basic auth", map[string]string{"username": "u", "password": "p4ss", "token": "t0ken"}, "token", "keep one"},
-		{"misspelt key", map[string]string{"passwd": "p4ss"}, "passwd", "not a credentials key"},
+		{"misspelled key", map[string]string{"passwd": "p4ss"}, "passwd", "not a credentials key"},
 		{"bad tenant", map[string]string{"tenant": "a b"}, "tenant", "not a tenant"},
 		{"cert without key", map[string]string{"tls.crt": string(cert)}, "tls.key", "is missing"},
 		{"key without cert", map[string]string{"tls.key": string(key)}, "tls.crt", "is missing"},

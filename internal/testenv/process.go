@@ -231,12 +231,8 @@ func addrInUse(p *process) bool {
 // httpClient talks to the services; no request to them should take a minute.
 var httpClient = &http.Client{Timeout: time.Minute}
 
-// httpGet GETs url and returns the status code and body.
-func httpGet(ctx context.Context, url string) (int, []byte, error) {
-	return httpGetWith(ctx, httpClient, url, nil)
-}
-
-// httpGetWith is httpGet with client and header (e.g. credentials, a tenant).
+// httpGetWith GETs url with client and header (e.g. credentials, a tenant)
+// and returns the status code and body.
 func httpGetWith(ctx context.Context, client *http.Client, url string, header http.Header) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -122,7 +122,7 @@ func TestSsthreshHoldsWithLock(t *testing.T) {
 	setup := func(t *testing.T) (*pair, *listener) {
 		p := newPair(t)
 		if _, err := p.A.h.ReadSysctl("net.ipv4.tcp_no_ssthresh_metrics_save"); errors.Is(err, fs.ErrNotExist) {
-			t.Skip("no net.ipv4.tcp_no_ssthresh_metrics_save: the kernel uses the route's ssthresh always (4.9); this test sets it to 0 to get that behaviour")
+			t.Skip("no net.ipv4.tcp_no_ssthresh_metrics_save: the kernel uses the route's ssthresh always (4.9); this test sets it to 0 to get that behavior")
 		}
 		setSysctl(t, p.A, "net.ipv4.tcp_no_ssthresh_metrics_save", "0")
 		useReno(t, p.A)
