@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -30,10 +32,14 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/experiment"
+	"github.com/nettune/nettune/internal/httpauth"
 )
 
 type recommendOptions struct {
-	prometheus   string
+	prometheus string
+	// credentials is a directory with one file per credentials key
+	// (docs/observability.md): a tenant, basic auth or a token, a CA.
+	credentials  string
 	switchBuffer int64
 	linkRate     int64
 	window       time.Duration
@@ -66,6 +72,7 @@ variants or to paste into the profile.`,
 		RunE:              func(cmd *cobra.Command, pos []string) error { return c.recommend(cmd.Context(), pos[0], o) },
 	}
 	cmd.Flags().StringVar(&o.prometheus, "prometheus", "", "Prometheus base URL scraping the agents (required)")
+	cmd.Flags().StringVar(&o.credentials, "prometheus-credentials-dir", "", "directory with one file per key (tenant, username and password or token, ca.crt, tls.crt and tls.key, header.NAME; docs/observability.md) for a Prometheus, Mimir or Thanos behind auth or TLS, e.g. the controller's Secret saved with kubectl")
 	cmd.Flags().Int64Var(&o.switchBuffer, "switch-buffer", 0, "switch port buffer in bytes (default: the profile's spec.switchBufferBytes)")
 	cmd.Flags().Int64Var(&o.linkRate, "link-rate", 1e9, "link rate in bit/s, to say when a clamp is below the bandwidth-delay product")
 	cmd.Flags().DurationVar(&o.window, "window", 30*time.Minute, "how far back to read the measurements; choose a time the vehicles were under their usual load")
@@ -89,7 +96,20 @@ func (c *cli) recommend(ctx context.Context, name string, o *recommendOptions) e
 	if buffer == 0 && p.Spec.SwitchBufferBytes != nil {
 		buffer = *p.Spec.SwitchBufferBytes
 	}
-	q := analysis.NewPrometheus(o.prometheus, nil).(analysis.VectorQuerier)
+	if u, err := url.Parse(o.prometheus); err == nil && u.User != nil {
+		return usageError{errors.New("--prometheus must not carry credentials (user:password@): they would be in your shell's history; use --prometheus-credentials-dir")}
+	}
+	var hc *http.Client
+	if o.credentials != "" {
+		creds, err := httpauth.ReadDir(o.credentials)
+		if err != nil {
+			return usageError{fmt.Errorf("--prometheus-credentials-dir: %w", err)}
+		}
+		if hc, err = httpauth.NewTransports().Client(creds, analysis.DefaultHTTPTimeout); err != nil {
+			return fmt.Errorf("--prometheus-credentials-dir: %w", err)
+		}
+	}
+	q := analysis.NewPrometheus(o.prometheus, hc).(analysis.VectorQuerier)
 	end := c.now()
 	start := end.Add(-o.window)
 	sel := fmt.Sprintf(`profile=%q, peer!=""`, name)

@@ -354,3 +354,13 @@ func (f *Fleet) ControllerPID() int {
 	}
 	return f.controller.cmd.Process.Pid
 }
+
+// AgentCredentialsDir is the agents' --loki-credentials-dir on a secure
+// fleet ("" otherwise): what a program on a vehicle that ships to the same
+// Loki would be given.
+func (f *Fleet) AgentCredentialsDir() string {
+	if f.secure == nil {
+		return ""
+	}
+	return f.secure.agentsDir
+}

@@ -108,6 +108,12 @@ func TestInterfaceMTUAndOffloads(t *testing.T) {
 // carrier for about 2 s): the state is judged once settled.
 func TestCarrierFollowsPeer(t *testing.T) {
 	p := newPair(t)
+	// A veth just made has no operational state yet ("unknown" until the
+	// kernel's link watch first runs: a loaded 5.10 VM still showed it when
+	// the peer went down): start from one the kernel has computed.
+	if s, err := p.A.h.WaitInterface(context.Background(), p.devA, 10*time.Second, func(s InterfaceState) bool { return s.OperState == "up" }); err != nil {
+		t.Fatalf("the new veth never reached operational state up: %v (last %+v)", err, s)
+	}
 	l, err := p.B.h.link.LinkByName(p.devB)
 	if err != nil {
 		t.Fatal(err)

@@ -177,7 +177,7 @@ func TestExperiment(t *testing.T) {
 	// recommend reads what the agents measured (sock_diag, scraped by the
 	// fleet's Prometheus) while the topics ran: every host the topics go
 	// into gets parameters, with the reasoning.
-	out, err = f.Plugin(ctx, "recommend", profile, "--prometheus", prometheusForPlugin(t), "--switch-buffer", "131072", "--window", "10m")
+	out, err = f.Plugin(ctx, append(append([]string{"recommend", profile}, prometheusForPlugin(t)...), "--switch-buffer", "131072", "--window", "10m")...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -83,23 +81,26 @@ func logsShipped(t *testing.T) string {
 	return strings.Join(bad, "; ")
 }
 
-// prometheusForPlugin is a plain-HTTP address on 127.0.0.1 passing requests
-// to the fleet's Prometheus with its CA and credentials: `kubectl nettune
-// recommend --prometheus` takes an address only (no CA, no credentials).
-func prometheusForPlugin(t *testing.T) string {
+// prometheusForPlugin is the plugin's flags for the fleet's Prometheus: its
+// address and, on a secure fleet, a credentials directory written from the
+// controller's Secret (CA, basic auth), as a user would save it.
+func prometheusForPlugin(t *testing.T) []string {
 	t.Helper()
+	args := []string{"--prometheus", f.Prometheus.URL}
 	if !f.Secure() {
-		return f.Prometheus.URL
+		return args
 	}
-	u, err := url.Parse(f.Prometheus.URL)
-	if err != nil {
-		t.Fatal(err)
+	var sec corev1.Secret
+	if err := f.CP.Client.Get(context.Background(), client.ObjectKey{Namespace: fleet.Namespace, Name: fleet.PrometheusSecret}, &sec); err != nil {
+		t.Fatalf("reading the Secret %s: %v", fleet.PrometheusSecret, err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = f.QueryClient().Transport
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	dir := t.TempDir()
+	for k, v := range sec.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(args, "--prometheus-credentials-dir", dir)
 }
 
 // credentialsAnalysis is a Loki analysis at the controller's default
