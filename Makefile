@@ -197,7 +197,7 @@ bench-writes: tools ## What one write of each object costs kube-apiserver and et
 	cd hack/bench && $(GO) run ./scale -write-cost $(BENCH_WRITES_ARGS)
 
 .PHONY: bench-push
-bench-push: $(LOKI) ## What TLS and basic auth cost the agent's Loki push (CPU, RSS): plain HTTP vs HTTPS through a TLS gateway, interleaved, native and arm64 under qemu-user-static, into docs/bench-push.md (about 14 minutes).
+bench-push: $(LOKI) ## What TLS and basic auth cost the agent's Loki push (CPU, RSS): plain HTTP vs HTTPS through a TLS gateway, interleaved, native and arm64 under qemu-user-static, into docs/bench-push.md (about 13 minutes).
 	cd hack/bench && $(GO) run ./push $(BENCH_PUSH_ARGS)
 
 .PHONY: soak
