@@ -354,6 +354,14 @@ type ArmRanking struct {
 	// stopped is true for an arm an analysis stopped early.
 	// +optional
 	Stopped bool `json:"stopped,omitempty"`
+
+	// unguarded says why the arm cannot be recommended on this model
+	// however it ranks: a guard that has not passed on its vehicles, e.g.
+	// one whose counter their kernels lack (docs/kernels.md). Empty when
+	// every guard passed at least one measurement.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Unguarded string `json:"unguarded,omitempty"`
 }
 
 // NetTuningExperiment tries variants of a profile's TCP parameters on

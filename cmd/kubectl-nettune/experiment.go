@@ -193,9 +193,17 @@ func printExperiment(w io.Writer, x *v1alpha1.NetTuningExperiment, now time.Time
 			if r.Stopped {
 				arm += " (stopped)"
 			}
+			if r.Unguarded != "" {
+				arm += " (unguarded)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", rank, arm, r.Slow, r.Total, r.Share, effect, r.ProbBetter, r.ProbAboveNext)
 		}
 		tw.Flush()
+		for _, r := range res.Ranking {
+			if r.Unguarded != "" {
+				fmt.Fprintf(w, "  %s is not recommended on %s: %s\n", r.Arm, res.Hardware, r.Unguarded)
+			}
+		}
 	}
 }
 

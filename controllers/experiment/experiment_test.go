@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,6 +225,18 @@ func TestRankOrdersArmsAndPicksAWinnerOnlyWithConfidence(t *testing.T) {
 		t.Errorf("ranks %+v", ranking)
 	}
 
+	// The same best arm, with a guard that never passed on its vehicles, is
+	// ranked first and reported, but cannot win.
+	unguarded := append([]ArmCounts{}, rows...)
+	for i := range unguarded {
+		if unguarded[i].Arm == "cwnd30" {
+			unguarded[i].Unguarded = "guard spurious-retransmissions has not passed on xavier"
+		}
+	}
+	if r, w := Rank(unguarded, 0.99); w != v1alpha1.ControlArm || r[0].Arm != "cwnd30" || r[0].Unguarded == "" {
+		t.Errorf("winner %q, first %+v with the best arm unguarded: want control, cwnd30 first and reported", w, r[0])
+	}
+
 	// The same best arm, stopped, cannot win; the next is worse than control.
 	for i := range rows {
 		if rows[i].Arm == "cwnd30" {
@@ -306,5 +319,28 @@ func TestEffectIntervalCoversTheTruth(t *testing.T) {
 	}
 	if covered < 180 || covered > 198 {
 		t.Errorf("95 %% interval covered the true effect in %d of %d trials", covered, trials)
+	}
+}
+
+// TestUnguardedCohorts: an arm's cohort on which a guard has not passed a
+// measurement (never measured, or only inconclusive: a counter its kernel
+// lacks) is reported with the guard's latest message; one whose guards
+// passed is not.
+func TestUnguardedCohorts(t *testing.T) {
+	guards := []v1alpha1.AnalysisSpec{{Name: "dsack"}, {Name: "rto"}}
+	c := v1alpha1.ExperimentCohort{Hardware: "xavier", Analysis: []v1alpha1.AnalysisResult{
+		{Name: "dsack", Phase: v1alpha1.AnalysisRunning, Successful: 2},
+		{Name: "rto", Phase: v1alpha1.AnalysisRunning, Inconclusive: 9, Message: "tcpi_total_rto is not provided by 5.10.0 on av-3"},
+	}}
+	got := unguarded(guards, c)
+	if !strings.Contains(got, "guard rto has not passed on xavier (9 inconclusive, 0 errors): tcpi_total_rto is not provided by 5.10.0 on av-3") || strings.Contains(got, "dsack") {
+		t.Errorf("unguarded = %q", got)
+	}
+	c.Analysis[1].Successful = 1
+	if got := unguarded(guards, c); got != "" {
+		t.Errorf("every guard passed once: unguarded = %q", got)
+	}
+	if got := unguarded(guards, v1alpha1.ExperimentCohort{Hardware: "orin"}); !strings.Contains(got, "guard dsack not measured on orin yet") {
+		t.Errorf("nothing measured: unguarded = %q", got)
 	}
 }

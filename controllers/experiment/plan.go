@@ -597,7 +597,7 @@ func (o *Output) conclude(in Input, measured bool) {
 	}
 	interval := analysis.Interval(&exp.Spec.Analysis)
 	end := measuringEnd(exp, st)
-	st.Results = rank(&exp.Spec.Analysis, st.Arms)
+	st.Results = rank(exp, st.Arms)
 	switch {
 	case !end.IsZero() && !now.Before(end):
 		o.finish(in, fmt.Sprintf("measured for %s", exp.Spec.Duration.Duration))
@@ -637,16 +637,20 @@ func leader(res v1alpha1.ExperimentResult) string {
 }
 
 // rank ranks the arms per hardware model from their latest counts.
-func rank(spec *v1alpha1.AnalysisSpec, arms []v1alpha1.ExperimentArm) []v1alpha1.ExperimentResult {
+func rank(exp *v1alpha1.NetTuningExperiment, arms []v1alpha1.ExperimentArm) []v1alpha1.ExperimentResult {
 	confidence := analysis.DefaultJudgeConfidence
-	if cfg, err := analysis.JudgeConfigFor(spec); err == nil {
+	if cfg, err := analysis.JudgeConfigFor(&exp.Spec.Analysis); err == nil {
 		confidence = cfg.Confidence
 	}
 	byModel := map[string][]ArmCounts{}
 	for _, arm := range arms {
 		for _, c := range arm.Cohorts {
-			byModel[c.Hardware] = append(byModel[c.Hardware], ArmCounts{Arm: arm.Name, Slow: c.Slow, Total: c.Total,
-				ControlSlow: c.ControlSlow, ControlTotal: c.ControlTotal, Stopped: arm.Phase == v1alpha1.ArmStopped})
+			row := ArmCounts{Arm: arm.Name, Slow: c.Slow, Total: c.Total,
+				ControlSlow: c.ControlSlow, ControlTotal: c.ControlTotal, Stopped: arm.Phase == v1alpha1.ArmStopped}
+			if arm.Name != v1alpha1.ControlArm {
+				row.Unguarded = unguarded(exp.Spec.Guards, c)
+			}
+			byModel[c.Hardware] = append(byModel[c.Hardware], row)
 		}
 	}
 	var out []v1alpha1.ExperimentResult
@@ -680,7 +684,7 @@ func sampleTargetMet(exp *v1alpha1.NetTuningExperiment, arms []v1alpha1.Experime
 func (o *Output) finish(in Input, why string) {
 	st := &o.Status
 	now := metav1.NewTime(in.Now)
-	st.Results = rank(&in.Experiment.Spec.Analysis, st.Arms)
+	st.Results = rank(in.Experiment, st.Arms)
 	st.Phase, st.Finished = v1alpha1.ExperimentCompleted, &now
 	for i := range st.Arms {
 		if st.Arms[i].Phase == v1alpha1.ArmMeasuring || st.Arms[i].Phase == v1alpha1.ArmApplying {
@@ -702,4 +706,23 @@ func Winners(st *v1alpha1.NetTuningExperimentStatus) []string {
 		winners = append(winners, fmt.Sprintf("%s: %s", res.Hardware, res.Winner))
 	}
 	return winners
+}
+
+// unguarded says which guards have not passed a measurement on cohort c
+// ("" when every guard has): a guard that cannot measure on its vehicles
+// (a counter their kernels lack) stays Inconclusive for the whole
+// experiment, and its arm is then reported and never recommended instead
+// of being judged by the analysis alone.
+func unguarded(guards []v1alpha1.AnalysisSpec, c v1alpha1.ExperimentCohort) string {
+	var why []string
+	for _, g := range guards {
+		res, idx := analysisOf(c, g.Name)
+		switch {
+		case idx < 0:
+			why = append(why, fmt.Sprintf("guard %s not measured on %s yet", g.Name, c.Hardware))
+		case res.Successful == 0 && res.Phase != v1alpha1.AnalysisSuccessful:
+			why = append(why, fmt.Sprintf("guard %s has not passed on %s (%d inconclusive, %d errors): %s", g.Name, c.Hardware, res.Inconclusive, res.Errors, res.Message))
+		}
+	}
+	return strings.Join(why, "; ")
 }

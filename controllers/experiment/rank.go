@@ -23,6 +23,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // ArmCounts are one arm's messages for one hardware model, and the
@@ -33,6 +34,9 @@ type ArmCounts struct {
 	ControlSlow, ControlTotal int64
 	// Stopped arms are ranked but never win.
 	Stopped bool
+	// Unguarded, when set, says why the arm may not win: a guard that has
+	// not passed on its vehicles (ranked, reported, never recommended).
+	Unguarded string
 }
 
 // Rank orders the arms of one hardware model, control included (its row
@@ -50,7 +54,8 @@ type ArmCounts struct {
 // latter only between arms measured over the same window (neither
 // stopped), under independent Jeffreys posteriors (analysis.ProbDiffExceeds).
 //
-// The winner is the best-ranked variant that was not stopped whose
+// The winner is the best-ranked variant that was not stopped, and whose
+// guards all passed (Unguarded empty), whose
 // probBetter reaches 1-(1-confidence)/v, v the number of variants (a
 // Bonferroni correction: with v variants compared to one control, the
 // chance that any of them is declared better by luck stays below
@@ -94,7 +99,7 @@ func Rank(rows []ArmCounts, confidence float64) (ranking []v1alpha1.ArmRanking, 
 	need := 1 - (1-confidence)/float64(max(variants, 1))
 	winner = v1alpha1.ControlArm
 	for i, r := range rows {
-		out := v1alpha1.ArmRanking{Arm: r.Arm, Slow: r.Slow, Total: r.Total, Stopped: r.Stopped}
+		out := v1alpha1.ArmRanking{Arm: r.Arm, Slow: r.Slow, Total: r.Total, Stopped: r.Stopped, Unguarded: text.Truncate(r.Unguarded, 1024)}
 		if r.Total > 0 {
 			out.Rank = int32(i + 1)
 			out.Share = num(100 * float64(r.Slow) / float64(r.Total))
@@ -105,7 +110,7 @@ func Rank(rows []ArmCounts, confidence float64) (ranking []v1alpha1.ArmRanking, 
 				out.EffectLow, out.EffectHigh = num(100*lo), num(100*hi)
 				better := 1 - analysis.ProbDiffExceeds(r.Slow, r.Total, r.ControlSlow, r.ControlTotal, 0)
 				out.ProbBetter = num(better)
-				if winner == v1alpha1.ControlArm && !r.Stopped && better >= need {
+				if winner == v1alpha1.ControlArm && !r.Stopped && r.Unguarded == "" && better >= need {
 					winner = r.Arm
 				}
 			}
