@@ -694,6 +694,40 @@ type JudgeSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="must be a positive duration"
 	Step *metav1.Duration `json:"step,omitempty"`
+
+	// nodeFallback are the judge's queries over the agents' node-level
+	// counters (nettune_node_tcpext_*_total, per host, not per pair), used
+	// for both cohorts when a vehicle's kernel lacks a per-pair counter the
+	// queries above read but has the node-level one: a D-SACK guard on
+	// TcpExt TCPDSACKRecv where tcpi_dsack_dups is missing (before 4.19,
+	// JetPack 4's 4.9), an RTO guard on TCPTimeouts where tcpi_total_rto is
+	// (before 6.7). The measurement says so ("per node, not per pair").
+	// +optional
+	NodeFallback *JudgeFallback `json:"nodeFallback,omitempty"`
+}
+
+// JudgeFallback are a judge's queries over node-level counters, grouped by
+// host instead of host pair.
+type JudgeFallback struct {
+	// slowQuery as the judge's, per host.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
+	SlowQuery string `json:"slowQuery"`
+
+	// totalQuery as the judge's, per host.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
+	TotalQuery string `json:"totalQuery"`
+
+	// intervalQuery as the judge's, per host.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([^{}]|[{][^{]|[}][^{}]|[{][{](- )? *[.](Vehicles|Revision|Profile|Window|ThresholdMs|ThresholdSeconds|Step) *( -)?[}][}])*[}]?$')",message="every {{ }} action of the template must be one of {{ .Vehicles }}, {{ .Revision }}, {{ .Profile }}, {{ .Window }}, {{ .ThresholdMs }}, {{ .ThresholdSeconds }}, {{ .Step }} (no functions, pipelines or other fields; {{ and }} in pairs)"
+	IntervalQuery *string `json:"intervalQuery,omitempty"`
 }
 
 // VehicleCounts counts the vehicles of a profile.

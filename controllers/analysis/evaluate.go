@@ -158,6 +158,18 @@ func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.Anal
 }
 
 func measureSettled(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
+	spec, fallback := withNodeFallback(spec, canary, baseline)
+	m := measureChecked(ctx, q, profile, spec, canary, baseline, at)
+	if fallback != "" {
+		m.Message = fallback + ": " + m.Message
+		if m.Judge != nil {
+			m.Judge.Message = fallback + ": " + m.Judge.Message
+		}
+	}
+	return m
+}
+
+func measureChecked(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	unmeasurable, baseline, note := checkKernels(spec, canary, baseline)
 	if unmeasurable != "" {
 		m := Measurement{Phase: PhaseInconclusive, At: at, Message: unmeasurable}

@@ -251,3 +251,33 @@ func checkKernels(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (unmeasu
 	measurable.Vehicles = slices.DeleteFunc(slices.Clone(baseline.Vehicles), func(v string) bool { return lacking[v] })
 	return "", measurable, "baseline without " + describeGaps(gaps)
 }
+
+// withNodeFallback is spec with its judge's queries replaced by
+// judge.nodeFallback's when a vehicle of either cohort runs a kernel that
+// lacks a per-pair counter the judge reads (both cohorts then measure per
+// node, so that they compare like with like), and says so; otherwise spec
+// as it is and "". The fallback's own counters are then checked like any
+// analysis' (a kernel without them makes the canary unmeasurable, naming
+// the vehicle, the counter and the kernel).
+func withNodeFallback(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1alpha1.AnalysisSpec, string) {
+	if spec.Judge == nil || spec.Judge.NodeFallback == nil {
+		return spec, ""
+	}
+	uses := slices.DeleteFunc(requiredCounters(spec), func(u counterUse) bool { return u.node })
+	cg, _ := kernelGaps(uses, canary)
+	bg, _ := kernelGaps(uses, baseline)
+	gaps := append(cg, bg...)
+	if len(gaps) == 0 {
+		return spec, ""
+	}
+	var lines []string
+	for _, g := range gaps {
+		if l := kernelLine(g.release); !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	fb := spec.DeepCopy()
+	nf := fb.Judge.NodeFallback
+	fb.Judge.SlowQuery, fb.Judge.TotalQuery, fb.Judge.IntervalQuery = nf.SlowQuery, nf.TotalQuery, nf.IntervalQuery
+	return fb, fmt.Sprintf("per node, not per pair, on %s (%s)", strings.Join(lines, ", "), describeGaps(gaps))
+}

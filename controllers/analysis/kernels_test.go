@@ -337,3 +337,80 @@ func TestNodeCounterMetricsMatchTheAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeFallbackOnPrometheus: a D-SACK guard with judge.nodeFallback,
+// measured on a real Prometheus scraping the agents' metrics, where the
+// canary vehicle runs 4.9 (no tcpi_dsack_dups, so no per-pair D-SACK
+// series, but TcpExt TCPDSACKRecv per node) and the baseline 5.10: both
+// cohorts are judged per node, the measurement says so, and the canary's
+// tenfold D-SACK share fails it; without the fallback it is Inconclusive,
+// and a canary kernel without the node counter either is told by name.
+func TestNodeFallbackOnPrometheus(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	pair := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nettune_tcp_dsack_dups_total"}, []string{"vehicle", "host", "peer"})
+	segs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nettune_tcp_segments_out_total"}, []string{"vehicle", "host", "peer"})
+	node := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nettune_node_tcpext_dsack_recv_total"}, []string{"vehicle", "host"})
+	reg.MustRegister(pair, segs, node)
+	// Per second: each host sends 100,000 segments to xavier-a; D-SACKs
+	// 100 on the canary (av-001, 4.9: no per-pair series), 10 on the
+	// baseline.
+	every(t, time.Second, func() {
+		for _, h := range []string{"xavier-b", "xavier-c"} {
+			segs.WithLabelValues("av-001", h, "xavier-a").Add(100000)
+			segs.WithLabelValues("av-002", h, "xavier-a").Add(100000)
+			node.WithLabelValues("av-001", h).Add(100)
+			node.WithLabelValues("av-002", h).Add(10)
+			pair.WithLabelValues("av-002", h, "xavier-a").Add(10)
+		}
+	})
+	prom := scrapedBy(t, reg)
+	q := NewPrometheus(prom.URL, nil)
+	// Ten seconds of the baseline's D-SACKs scraped (100 a second), on the
+	// busy machine as long as it takes, within a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, ok, err := q.Query(context.Background(), `sum(increase(nettune_node_tcpext_dsack_recv_total{vehicle="av-002"}[30s]))`, time.Time{})
+		if err == nil && ok && v >= 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for 10 s of the baseline's D-SACKs in Prometheus: %v %v %v", v, ok, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	spec := &v1alpha1.AnalysisSpec{Name: "dsack", Provider: v1alpha1.ProviderPrometheus, Window: metav1Duration(30 * time.Second),
+		MinSamples: ptrInt64(1000), Judge: &v1alpha1.JudgeSpec{
+			Quantile: ptrString("0.999"), Confidence: ptrString("0.95"), MaxRatio: ptrString("2"), MaxIncrease: ptrString("0.0002"),
+			SlowQuery:  `sum by (host) (increase(nettune_tcp_dsack_dups_total{vehicle=~"{{ .Vehicles }}"}[{{ .Window }}]))`,
+			TotalQuery: `sum by (host) (increase(nettune_tcp_segments_out_total{vehicle=~"{{ .Vehicles }}"}[{{ .Window }}]))`,
+			NodeFallback: &v1alpha1.JudgeFallback{
+				SlowQuery:  `sum by (host) (increase(nettune_node_tcpext_dsack_recv_total{vehicle=~"{{ .Vehicles }}"}[{{ .Window }}]))`,
+				TotalQuery: `sum by (host) (increase(nettune_tcp_segments_out_total{vehicle=~"{{ .Vehicles }}"}[{{ .Window }}]))`,
+			}}}
+	canary := Cohort{Vehicles: []string{"av-001"}, Kernels: kernelsOf(kernel49, "av-001")}
+	baseline := Cohort{Vehicles: []string{"av-002"}, Kernels: kernelsOf(kernel510, "av-002")}
+
+	m := Measure(context.Background(), q, "p", spec, canary, baseline, time.Now())
+	t.Logf("with the fallback: %s %s", m.Phase, m.Message)
+	if m.Phase != PhaseFailed || !strings.HasPrefix(m.Message, "per node, not per pair, on 4.9 (tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
+		t.Fatalf("with the fallback: %s %q, want Failed per node on 4.9", m.Phase, m.Message)
+	}
+
+	primary := spec.DeepCopy()
+	primary.Judge.NodeFallback = nil
+	if m := Measure(context.Background(), q, "p", primary, canary, baseline, time.Now()); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
+		t.Fatalf("without the fallback: %s %q, want Inconclusive naming the counter, kernel and vehicle", m.Phase, m.Message)
+	}
+
+	bare := kernel49.DeepCopy()
+	bare.NodeCounters = nil
+	bare.Release = "4.9.140-custom"
+	noNode := Cohort{Vehicles: []string{"av-001"}, Kernels: kernelsOf(bare, "av-001")}
+	// A kernel reported without node counters is not checked for them (an
+	// older agent): report them as known-absent with one other counter.
+	bare.NodeCounters = []v1alpha1.NodeCounter{{Name: v1alpha1.NodeCounterTimeouts}}
+	if m := Measure(context.Background(), q, "p", spec, noNode, baseline, time.Now()); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "TcpExt TCPDSACKRecv not provided by kernel 4.9.140-custom on av-001") {
+		t.Fatalf("a fallback the kernel cannot give: %s %q, want Inconclusive naming the node counter, kernel and vehicle", m.Phase, m.Message)
+	}
+}
