@@ -33,6 +33,14 @@ const (
 	ConditionRolledBack = "RolledBack"
 	// ConditionDegraded is True when the agent cannot reach the desired state.
 	ConditionDegraded = "Degraded"
+	// ConditionLogsShipped is True when Loki accepted the agent's latest
+	// push (probe samples and apply events); False with the reason of the
+	// latest failure (Unauthorized, Forbidden, RateLimited, ServerError,
+	// Unreachable, TLSError, CredentialsInvalid; Rejected when Loki refused a
+	// batch's content and it was dropped), the message naming the answer and
+	// the lines waiting on disk, never a credential. Absent when the agent
+	// ships nothing.
+	ConditionLogsShipped = "LogsShipped"
 )
 
 // NetTuningProfile condition types, written by the controller.

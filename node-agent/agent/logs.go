@@ -26,19 +26,10 @@ import (
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
 
-// ConditionLogsShipped is the NodeNetTuning condition about the agent's
-// push to Loki (probe samples and apply events): True when Loki accepted
-// the latest push; False with the reason of the latest failure
-// (lokipush.Reason*: Unauthorized, Forbidden, RateLimited, ServerError,
-// Unreachable, TLSError, CredentialsInvalid, or Rejected when Loki refused
-// a batch's content and it was dropped), the message naming the answer and
-// the lines waiting on disk. Absent when the agent ships nothing
-// (--loki-url empty). Its message never holds a credential
-// (lokipush.PushHealth).
-//
-// Defined here rather than in api/v1alpha1 while the API's condition list
-// is someone else's change; its value is what a client matches.
-const ConditionLogsShipped = "LogsShipped"
+// ConditionLogsShipped is v1alpha1.ConditionLogsShipped: the agent's push
+// to Loki, its reasons lokipush.Reason*, its message from
+// lokipush.PushHealth (never a credential).
+const ConditionLogsShipped = v1alpha1.ConditionLogsShipped
 
 // maxLogsMessage bounds the condition's message.
 const maxLogsMessage = 1024

@@ -61,7 +61,7 @@ func addTestSecret(values ...string) {
 
 // conditionLogsShipped is the agent's NodeNetTuning condition about its
 // push to Loki (node-agent/agent.ConditionLogsShipped).
-const conditionLogsShipped = "LogsShipped"
+const conditionLogsShipped = v1alpha1.ConditionLogsShipped
 
 // logsShipped is "" when every node's LogsShipped condition is True, else
 // what is not.
