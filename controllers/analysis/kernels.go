@@ -254,9 +254,10 @@ func checkKernels(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (unmeasu
 
 // withNodeFallback is spec with its judge's queries replaced by
 // judge.nodeFallback's when a vehicle of either cohort runs a kernel that
-// lacks a per-pair counter the judge reads (both cohorts then measure per
-// node, so that they compare like with like), and says so; otherwise spec
-// as it is and "". The fallback's own counters are then checked like any
+// lacks a per-pair counter the judge reads and the fallback reads that
+// counter's node-level counterpart (both cohorts then measure per node, so
+// that they compare like with like), and says so; otherwise spec as it is
+// and "". The fallback's own counters are then checked like any
 // analysis' (a kernel without them makes the canary unmeasurable, naming
 // the vehicle, the counter and the kernel).
 func withNodeFallback(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1alpha1.AnalysisSpec, string) {
@@ -270,6 +271,19 @@ func withNodeFallback(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1
 	if len(gaps) == 0 {
 		return spec, ""
 	}
+	// The fallback stands in only for the counters it counts: each missing
+	// per-pair counter's node-level counterpart must be read by its
+	// queries (a D-SACK fallback says nothing of RTO timeouts).
+	nf := spec.Judge.NodeFallback
+	fallbackQueries := []string{nf.SlowQuery, nf.TotalQuery}
+	if nf.IntervalQuery != nil {
+		fallbackQueries = append(fallbackQueries, *nf.IntervalQuery)
+	}
+	for _, g := range gaps {
+		if g.fallbackMetric == "" || !slices.ContainsFunc(fallbackQueries, func(q string) bool { return namesMetric(q, g.fallbackMetric) }) {
+			return spec, ""
+		}
+	}
 	var lines []string
 	for _, g := range gaps {
 		if l := kernelLine(g.release); !slices.Contains(lines, l) {
@@ -277,7 +291,7 @@ func withNodeFallback(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1
 		}
 	}
 	fb := spec.DeepCopy()
-	nf := fb.Judge.NodeFallback
+	nf = fb.Judge.NodeFallback
 	fb.Judge.SlowQuery, fb.Judge.TotalQuery, fb.Judge.IntervalQuery = nf.SlowQuery, nf.TotalQuery, nf.IntervalQuery
 	return fb, fmt.Sprintf("per node, not per pair, on %s (%s)", strings.Join(lines, ", "), describeGaps(gaps))
 }
