@@ -75,19 +75,19 @@ func (t *Transports) Client(c *Credentials, timeout time.Duration) (*http.Client
 	if err != nil {
 		return nil, err
 	}
-	return &http.Client{Timeout: timeout, Transport: &roundTripper{base: tr, creds: c}, CheckRedirect: sameOrigin}, nil
+	return &http.Client{Timeout: timeout, Transport: &roundTripper{base: tr, creds: c}, CheckRedirect: SameOrigin}, nil
 }
 
 // maxRedirects is http.Client's own bound.
 const maxRedirects = 10
 
-// sameOrigin follows a redirect only to the scheme and host of the first
-// request. The round trippers set the credentials on every request they
+// SameOrigin, an http.Client's CheckRedirect, follows a redirect only to
+// the scheme and host of the first request. The round trippers set the credentials on every request they
 // send, redirected ones included (http.Client strips only the headers its
 // caller set), so a redirect elsewhere, or from https to http, would hand
 // them to another server or send them in clear: it fails the request
 // instead.
-func sameOrigin(req *http.Request, via []*http.Request) error {
+func SameOrigin(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
@@ -125,7 +125,7 @@ func (e *CredentialsError) Unwrap() error { return e.Err }
 // sent). insecureSkipVerify turns off verification of the server's
 // certificate.
 func DirClient(dir string, insecureSkipVerify bool, timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &dirRoundTripper{dir: dir, insecure: insecureSkipVerify, transports: NewTransports()}, CheckRedirect: sameOrigin}
+	return &http.Client{Timeout: timeout, Transport: &dirRoundTripper{dir: dir, insecure: insecureSkipVerify, transports: NewTransports()}, CheckRedirect: SameOrigin}
 }
 
 type dirRoundTripper struct {

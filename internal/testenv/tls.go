@@ -19,7 +19,6 @@ package testenv
 import (
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"math/big"
 	"net"
@@ -28,6 +27,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/testpki"
 )
 
@@ -95,19 +95,10 @@ func issueClientCert(ca *testpki.CA, commonName string) (certPEM, keyPEM []byte,
 // clientTLSConfig trusts only caPEM and presents the client certificate
 // certPEM/keyPEM when given.
 func clientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("the CA certificate does not parse")
+	if len(caPEM) == 0 {
+		return nil, fmt.Errorf("no CA certificate")
 	}
-	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	if certPEM != nil {
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("loading the client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return (&httpauth.Credentials{Source: "the fixture's client", CA: caPEM, Cert: certPEM, Key: keyPEM}).TLSConfig()
 }
 
 // newTLSClient is an HTTP client for tlsConfig with a one-minute timeout; it
