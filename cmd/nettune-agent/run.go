@@ -176,6 +176,16 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		}()
 	}
 
+	// The probe port listens before anything else: peers probing after
+	// their own apply must find it while this agent still resolves its
+	// labels or boots from its last-known-good state.
+	if o.probePort > 0 {
+		if err := serveProbe(runCtx, e, o.probePort, log); err != nil {
+			close(shipped)
+			return err
+		}
+	}
+
 	if o.vehicle == "" && o.vehicleLabel != "" {
 		o.vehicle = resolveVehicle(ctx, c.stateDir, o.node, o.vehicleLabel, 10*time.Second, log)
 	}
@@ -232,11 +242,6 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		events.Event(agent.EventReverted, boot.Revision, "boot: re-applying the last-known-good revision failed and was undone: "+boot.Reason)
 	}
 
-	if o.probePort > 0 {
-		if err := serveProbe(runCtx, e, o.probePort, log); err != nil {
-			return err
-		}
-	}
 	if len(o.probeTopics) > 0 {
 		emu, err := startEmulator(e, o, shipper, log.WithName("probe"))
 		if err != nil {

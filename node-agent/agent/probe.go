@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
@@ -38,7 +39,8 @@ type Prober interface {
 // LocalProber checks, after an apply:
 //   - every device the spec routes over (and every tuned interface) is up
 //     with carrier and passes traffic, within LinkWait;
-//   - a TCP connect to every peer with a probe port succeeds;
+//   - a TCP connect to every peer with a probe port succeeds (a refused
+//     connect is tried again until ConnectTimeout);
 //   - RTO timeouts on the host did not surge while the probe ran.
 type LocalProber struct {
 	// ConnectTimeout bounds each peer connect. Default 3s: the kernel
@@ -82,6 +84,38 @@ func (p LocalProber) defaults() LocalProber {
 	return p
 }
 
+// refusedRetry is how often a refused connect is tried again.
+const refusedRetry = 200 * time.Millisecond
+
+// connect dials addr within ConnectTimeout. A refused connect is tried
+// again until then: a peer whose agent is restarting answers with a reset
+// until it listens again, and that must not read as a broken path and
+// revert a good change. A peer still refusing at the deadline fails the
+// probe, as a firewall rejecting the probe port does.
+func (p LocalProber) connect(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(p.ConnectTimeout)
+	refused := 0
+	for {
+		d := net.Dialer{Deadline: deadline}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || time.Until(deadline) < refusedRetry {
+			if refused > 0 {
+				return fmt.Errorf("refused %d times in %s: %w", refused+1, p.ConnectTimeout, err)
+			}
+			return err
+		}
+		refused++
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(refusedRetry):
+		}
+	}
+}
+
 // Probe implements Prober.
 func (p LocalProber) Probe(ctx context.Context, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) error {
 	p = p.defaults()
@@ -117,14 +151,7 @@ func (p LocalProber) Probe(ctx context.Context, host *kernel.Handle, spec v1alph
 			continue
 		}
 		addr := net.JoinHostPort(peer.Address, strconv.Itoa(int(peer.ProbePort)))
-		err := host.Do(func() error {
-			d := net.Dialer{Timeout: p.ConnectTimeout}
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return err
-			}
-			return c.Close()
-		})
+		err := host.Do(func() error { return p.connect(ctx, addr) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("peer %s (%s) unreachable: %w", peer.Host, addr, err))
 		}
