@@ -292,6 +292,12 @@ type RolloutSpec struct {
 	// paused holds the rollout at its current step until set back to false.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// apply says when a vehicle may take a new revision: while its apply
+	// gate is open and inside a maintenance window (docs/apply-gates.md).
+	// Unset: at once, unless the vehicle's agent has a gate and it is closed.
+	// +optional
+	Apply *ApplyPolicy `json:"apply,omitempty"`
 }
 
 // CanarySpec chooses the canary cohort by exactly one of vehicles, selector or count.

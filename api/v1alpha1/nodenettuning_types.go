@@ -33,6 +33,12 @@ const (
 	ConditionRolledBack = "RolledBack"
 	// ConditionDegraded is True when the agent cannot reach the desired state.
 	ConditionDegraded = "Degraded"
+	// ConditionDeferred is True while the agent holds a new revision back:
+	// its apply gate is closed (reason GateClosed), no maintenance window is
+	// open (OutsideWindow), the profile requires a gate the agent does not
+	// have (GateNotConfigured) or a window cannot be read on this vehicle
+	// (WindowInvalid). False (reason Allowed) once nothing waits.
+	ConditionDeferred = "Deferred"
 	// ConditionLogsShipped is True when Loki accepted the agent's latest
 	// push (probe samples and apply events); False with the reason of the
 	// latest failure (Unauthorized, Forbidden, RateLimited, ServerError,
@@ -179,6 +185,11 @@ type NodeNetTuningSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.host == x.host))",message="two peers have the same host"
 	Peers []Peer `json:"peers,omitempty"`
+
+	// applyPolicy says when the agent may apply this revision: its gate and
+	// the profiles' maintenance windows. It never changes the host itself.
+	// +optional
+	ApplyPolicy *NodeApplyPolicy `json:"applyPolicy,omitempty"`
 }
 
 // ItemResult is the agent's report on one item of the spec.
@@ -244,6 +255,11 @@ type NodeNetTuningStatus struct {
 	// latency").
 	// +optional
 	VerifiedTime *metav1.Time `json:"verifiedTime,omitempty"`
+
+	// gate is the agent's apply gate and what waits for it (absent from an
+	// agent that does not report it).
+	// +optional
+	Gate *ApplyGateStatus `json:"gate,omitempty"`
 
 	// driftRepairs counts drift repairs since the agent started.
 	// +optional

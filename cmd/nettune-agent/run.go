@@ -47,6 +47,7 @@ import (
 	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
+	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/latency"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -72,7 +73,12 @@ type runOptions struct {
 	lokiInsecure       bool
 	clockSkew          time.Duration
 	probeTopics        topicFlags
+	gateFile           string
+	location           *time.Location
 }
+
+// gatePoll is how often the apply gate file is read.
+const gatePoll = 250 * time.Millisecond
 
 // topicFlags is the repeatable --probe-topic name:size:rate.
 type topicFlags []latency.Topic
@@ -118,6 +124,15 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.lokiBufferMaxBytes, "loki-buffer-max-bytes", lokipush.DefaultMaxBytes, "bound of the Loki buffer on disk; the oldest data is dropped beyond it")
 	fs.StringVar(&o.lokiCredsDir, "loki-credentials-dir", "", "directory of the Loki push's credentials, one file per key (a mounted Secret, or files Ansible put on the vehicle): tenant (X-Scope-OrgID), username and password (basic auth) or token (bearer), ca.crt (CA trusted instead of the system's), tls.crt and tls.key (client certificate), header.NAME (an extra header); read again at every push, so a rotation needs no restart")
 	fs.BoolVar(&o.lokiInsecure, "loki-insecure-skip-verify", false, "do not verify Loki's TLS certificate (a test installation only: anyone on the path could read the credentials)")
+	fs.StringVar(&o.gateFile, "apply-gate-file", "", "the vehicle's apply gate: a file the autonomy stack writes \"open\" or \"closed <reason>\" to; a new revision starts to apply only while it says open (missing or unreadable: closed). Empty: no gate (docs/apply-gates.md)")
+	fs.Func("time-zone", "the vehicle's IANA time zone (e.g. Asia/Shanghai), in which maintenance windows without a zone of their own are read (default: the host's local time)", func(v string) error {
+		loc, err := time.LoadLocation(v)
+		if err != nil {
+			return fmt.Errorf("unknown time zone %q: %w", v, err)
+		}
+		o.location = loc
+		return nil
+	})
 	fs.Var(&o.probeTopics, "probe-topic", "emulate a middleware topic towards every peer with a probe port, as name:size:rate (bytes, messages/s), e.g. planning:4096:100; repeatable; none turns the latency probe off")
 }
 
@@ -257,6 +272,10 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if shipper != nil {
 		r.Logs = shipper // the LogsShipped condition
 	}
+	if o.gateFile != "" {
+		r.Gate = &gate.File{Path: o.gateFile, Now: now}
+	}
+	r.Location = o.location
 	// The agent's own metrics carry the vehicle as well as the node, and its
 	// TCP metrics the host too, like the probe's: dashboards select them by
 	// vehicle with or without the latency probe, and analyses group the TCP
@@ -270,6 +289,18 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			log.Error(err, "drift watcher stopped")
 		}
 	}()
+
+	if r.Gate != nil {
+		// The gate is read here and again before every apply: a change
+		// wakes the reconciler, so a held revision starts within a poll of
+		// the gate opening.
+		goBackground(func() {
+			r.Gate.Watch(runCtx, gatePoll, func(s gate.State) {
+				log.Info("apply gate", "state", s.State, "reason", s.Reason)
+				r.GateChanged()
+			})
+		})
+	}
 
 	// The API server may be out of reach (vehicle offline): keep the host as
 	// booted and retry with backoff until it answers.

@@ -34,6 +34,10 @@ type Metrics struct {
 	Reverts       prometheus.Counter
 	DriftRepairs  prometheus.Counter
 	ApplyDuration prometheus.Histogram
+	// Deferred is 1 while a new revision waits for the gate or a window.
+	Deferred prometheus.Gauge
+	// GateOpen is 0 while the vehicle's apply gate is closed.
+	GateOpen prometheus.Gauge
 }
 
 // ApplyResults are the values of nettune_agent_applies_total's result label.
@@ -85,7 +89,10 @@ func NewMetricsFor(reg prometheus.Registerer, l MetricLabels, engine *Engine) *M
 	for _, r := range ApplyResults {
 		m.Applies.WithLabelValues(r)
 	}
-	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, newSpecCollector(l, engine))
+	m.Deferred = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nettune_agent_apply_deferred", Help: "1 while a new revision waits for the vehicle's apply gate or a maintenance window.", ConstLabels: labels})
+	m.GateOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nettune_agent_apply_gate_open", Help: "0 while the vehicle's apply gate is closed (1 when open or not configured).", ConstLabels: labels})
+	m.GateOpen.Set(1)
+	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, m.Deferred, m.GateOpen, newSpecCollector(l, engine))
 	return m
 }
 

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/kernel"
 )
 
@@ -83,6 +84,9 @@ const (
 	EventStateRepaired = "state-repaired"
 	// EventDriftRepaired: items of the committed revision were re-tuned.
 	EventDriftRepaired = "drift_repaired"
+	// EventDeferred: a new revision waits for the vehicle's apply gate or a
+	// maintenance window; the revision in force stays.
+	EventDeferred = "deferred"
 )
 
 // Reconciler applies the node's NodeNetTuning and reports on it.
@@ -103,6 +107,14 @@ type Reconciler struct {
 	// Logs, when set, reports the push to Loki: the status carries it as
 	// the LogsShipped condition (ConditionLogsShipped).
 	Logs LogShipper
+
+	// Gate, when set, is the vehicle's apply gate (--apply-gate-file): a
+	// new revision starts to apply only while it is open, as the revision's
+	// apply policy says (gate.Decide). Nil: the agent has no gate.
+	Gate *gate.File
+	// Location is the vehicle's time zone, in which maintenance windows
+	// without a zone of their own are read (time.Local when nil).
+	Location *time.Location
 
 	// Now is the clock of the status' heartbeat (time.Now when nil).
 	Now func() time.Time
@@ -198,11 +210,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	refusedOutcome, refused := r.refused[nnt.Generation]
 	r.mu.Unlock()
 
+	pending := committed.Revision != nnt.Spec.Revision || !reflect.DeepEqual(normalize(committed), normalize(nnt.Spec))
+	gateState := r.gateState()
+	decision := gate.Decide(nnt.Spec.ApplyPolicy, gateState, r.now().Time, r.Location)
+	deferred := pending && !refused && !decision.Allowed
+
 	var outcome Outcome
 	switch {
 	case refused:
 		outcome = refusedOutcome
-	case committed.Revision != nnt.Spec.Revision || !reflect.DeepEqual(normalize(committed), normalize(nnt.Spec)):
+	case deferred:
+		// Held back: the revision in force stays, reported as such, and
+		// the Deferred condition says what the apply waits for.
+		outcome = Outcome{Revision: committed.Revision, Committed: true, Items: r.Engine.Observe(committed)}
+		r.deferredEvent(nnt, decision)
+	case pending:
 		outcome, err = r.Engine.Apply(ctx, nnt.Spec)
 		if err != nil {
 			r.Metrics.observe(outcome, err)
@@ -224,7 +246,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if outcome.Retry > 0 {
 		requeue = outcome.Retry
 	}
+	if deferred && !decision.NextWindow.IsZero() {
+		if until := decision.NextWindow.Sub(r.now().Time) + time.Second; until < requeue {
+			requeue = max(until, time.Second)
+		}
+	}
 	status := r.status(nnt, outcome)
+	r.gateStatus(&status, nnt, gateState, decision, deferred)
 	now := metav1.NewTime(time.Now())
 	if r.Now != nil {
 		now = metav1.NewTime(r.Now())
@@ -246,7 +274,77 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 // normalize clears what does not change the host, for comparisons.
 func normalize(s v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
 	s.Profiles = nil
+	s.ApplyPolicy = nil
 	return s
+}
+
+// gateState reads the gate (NotConfigured without one).
+func (r *Reconciler) gateState() gate.State {
+	if r.Gate == nil {
+		return gate.NotConfigured
+	}
+	return r.Gate.Read()
+}
+
+// GateChanged wakes the reconciler: a revision held back by the gate may
+// start now (or a report of the gate is due).
+func (r *Reconciler) GateChanged() {
+	nnt := &v1alpha1.NodeNetTuning{}
+	nnt.Name = r.NodeName
+	select {
+	case r.Kick <- event.GenericEvent{Object: nnt}:
+	default:
+	}
+}
+
+// deferredEvent announces a revision held back, once per revision and
+// reason: the condition already saying so is not repeated.
+func (r *Reconciler) deferredEvent(nnt *v1alpha1.NodeNetTuning, d gate.Decision) {
+	if c := meta.FindStatusCondition(nnt.Status.Conditions, v1alpha1.ConditionDeferred); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == d.Reason && nnt.Status.Gate != nil && nnt.Status.Gate.PendingRevision == nnt.Spec.Revision {
+		return
+	}
+	msg := fmt.Sprintf("revision %s deferred: %s", nnt.Spec.Revision, d.Message)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(nnt, nil, "Normal", d.Reason, "Defer", "%s", msg)
+	}
+	if r.Events != nil {
+		r.Events.Event(EventDeferred, nnt.Spec.Revision, msg)
+	}
+}
+
+// gateStatus reports the gate, what waits for it, and the Deferred
+// condition.
+func (r *Reconciler) gateStatus(st *v1alpha1.NodeNetTuningStatus, nnt *v1alpha1.NodeNetTuning, g gate.State, d gate.Decision, deferred bool) {
+	gs := &v1alpha1.ApplyGateStatus{State: g.State, Reason: g.Reason}
+	if !g.Since.IsZero() {
+		since := metav1.NewTime(g.Since.Truncate(time.Second))
+		gs.Since = &since
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionDeferred, Status: metav1.ConditionFalse, Reason: gate.ReasonAllowed,
+		Message: "no revision waits", ObservedGeneration: nnt.Generation}
+	if deferred {
+		gs.PendingRevision = nnt.Spec.Revision
+		if !d.NextWindow.IsZero() {
+			next := metav1.NewTime(d.NextWindow)
+			gs.NextWindow = &next
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, d.Reason
+		cond.Message = fmt.Sprintf("revision %s waits, %q in force: %s", nnt.Spec.Revision, st.AppliedRevision, d.Message)
+	}
+	st.Gate = gs
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if r.Metrics != nil && r.Metrics.Deferred != nil {
+		r.Metrics.Deferred.Set(b2f(deferred))
+		r.Metrics.GateOpen.Set(b2f(g.State != v1alpha1.GateClosed))
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (r *Reconciler) event(nnt *v1alpha1.NodeNetTuning, o Outcome) {
