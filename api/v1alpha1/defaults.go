@@ -46,6 +46,17 @@ func (r *RolloutSpec) GetUnreachableTimeout() time.Duration {
 	return DefaultUnreachableTimeout
 }
 
+// DefaultDeferredTimeout is applyPolicy.deferredTimeout's default.
+const DefaultDeferredTimeout = 30 * time.Minute
+
+// GetDeferredTimeout is how long a step waits for Deferred vehicles.
+func (r *RolloutSpec) GetDeferredTimeout() time.Duration {
+	if r != nil && r.Apply != nil && r.Apply.DeferredTimeout != nil {
+		return r.Apply.DeferredTimeout.Duration
+	}
+	return DefaultDeferredTimeout
+}
+
 // GetInterval is the analysis' interval, or its default when unset or not
 // positive.
 func (a *AnalysisSpec) GetInterval() time.Duration {

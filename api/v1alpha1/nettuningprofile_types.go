@@ -753,6 +753,11 @@ type VehicleCounts struct {
 	// failed is the number of vehicles with a node RolledBack or Degraded.
 	// +optional
 	Failed int32 `json:"failed"`
+	// deferred is the number of vehicles assigned the current revision
+	// whose agents hold it back: their apply gate is closed or no
+	// maintenance window is open (neither failed nor unreachable).
+	// +optional
+	Deferred int32 `json:"deferred,omitempty"`
 }
 
 // RevisionVehicles counts the vehicles assigned one revision.

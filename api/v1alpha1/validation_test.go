@@ -400,6 +400,18 @@ hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "
 	{"host pair cwnd below inherited initcwnd", `
 defaults: {initcwnd: 20}
 hostPairs: [{from: xavier-a, to: xavier-b, parameters: {cwnd: {value: 10}}}]`, "spec.hostPairs", "must not be below the initcwnd it inherits"},
+	{"maintenance window of zero duration", `rollout: {canary: {count: 1}, apply: {maintenanceWindows: [{schedule: "0 22 * * *", duration: 0s}]}}`,
+		"spec.rollout.apply.maintenanceWindows[0].duration", "must be a duration above 0 and at most 168h"},
+	{"maintenance window longer than a week", `rollout: {canary: {count: 1}, apply: {maintenanceWindows: [{schedule: "@daily", duration: 200h}]}}`,
+		"spec.rollout.apply.maintenanceWindows[0].duration", "must be a duration above 0 and at most 168h"},
+	{"maintenance window with four cron fields", `rollout: {canary: {count: 1}, apply: {maintenanceWindows: [{schedule: "0 22 * *", duration: 1h}]}}`,
+		"spec.rollout.apply.maintenanceWindows[0].schedule", "must be five cron fields"},
+	{"maintenance window with an unknown descriptor", `rollout: {canary: {count: 1}, apply: {maintenanceWindows: [{schedule: "@sometimes", duration: 1h}]}}`,
+		"spec.rollout.apply.maintenanceWindows[0].schedule", "must be five cron fields"},
+	{"maintenance window time zone not a zone name", `rollout: {canary: {count: 1}, apply: {maintenanceWindows: [{schedule: "0 22 * * *", duration: 1h, timeZone: "UTC+8 hours"}]}}`,
+		"spec.rollout.apply.maintenanceWindows[0].timeZone", "should match"},
+	{"unknown gate mode", `rollout: {canary: {count: 1}, apply: {gate: Sometimes}}`, "spec.rollout.apply.gate", "Unsupported value"},
+	{"deferredTimeout zero", `rollout: {canary: {count: 1}, apply: {deferredTimeout: 0s}}`, "spec.rollout.apply.deferredTimeout", "must be a positive duration"},
 }
 
 // labelPrefix is a DNS subdomain of n characters: labels of 62 characters

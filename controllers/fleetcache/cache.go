@@ -72,9 +72,11 @@ func Options(namespace string) cache.Options {
 //     compares revisions, or whole specs when the body is kept); of the
 //     status observedGeneration, appliedRevision, lastHeartbeatTime, kernel
 //     (one copy shared by the nodes that report the same) and only the
-//     conditions fleetmodel.NodeReport reads (Verified, RolledBack,
-//     Degraded) with only their type, status, observedGeneration and
-//     reason (one slice shared by the nodes that report the same). Gone:
+//     conditions fleetmodel.NodeReport and NodeDeferred read (Verified,
+//     RolledBack, Degraded, Deferred) with only their type, status,
+//     observedGeneration and reason, and a True Deferred's transition time
+//     (one slice shared by the nodes that report the same); of status.gate
+//     its state and pendingRevision; spec.applyPolicy always. Gone:
 //     status.items and the condition messages (read by people and the
 //     kubectl plugin, from the API server), the other conditions,
 //     driftRepairs, metadata.ownerReferences (the garbage collector's).
@@ -120,7 +122,7 @@ func trimNode(o *corev1.Node) {
 
 // readConditions are the NodeNetTuning conditions fleetmodel.NodeReport
 // reads.
-var readConditions = []string{v1alpha1.ConditionVerified, v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded}
+var readConditions = []string{v1alpha1.ConditionVerified, v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded, v1alpha1.ConditionDeferred}
 
 func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 	o.OwnerReferences = nil
@@ -165,13 +167,27 @@ func trimNodeNetTuning(o *v1alpha1.NodeNetTuning) {
 		conds = make([]metav1.Condition, 0, n)
 		for _, c := range st.Conditions {
 			if t := conditionType(c.Type); t != "" {
-				conds = append(conds, metav1.Condition{Type: t, Status: conditionStatus(c.Status),
-					ObservedGeneration: c.ObservedGeneration, Reason: intern(c.Reason)})
+				cc := metav1.Condition{Type: t, Status: conditionStatus(c.Status),
+					ObservedGeneration: c.ObservedGeneration, Reason: intern(c.Reason)}
+				if t == v1alpha1.ConditionDeferred && c.Status == metav1.ConditionTrue {
+					// fleetmodel.NodeDeferred: since when a vehicle waits
+					// (only then: the slice stays shared otherwise).
+					cc.LastTransitionTime = c.LastTransitionTime
+				}
+				conds = append(conds, cc)
 			}
 		}
 	}
 	st.Conditions = sharedConditions(conds)
 	st.Kernel = sharedKernel(st.Kernel)
+	if g := st.Gate; g != nil {
+		// The gate's state and what waits (fleetmodel.NodeDeferred, canary
+		// selection); not its reason or times.
+		st.Gate = &v1alpha1.ApplyGateStatus{State: g.State, PendingRevision: g.PendingRevision}
+		if g.PendingRevision == spec.Revision {
+			st.Gate.PendingRevision = spec.Revision
+		}
+	}
 }
 
 // specBodyTrimmedAnnotation marks, in the cache only, a NodeNetTuning whose
@@ -195,7 +211,7 @@ var trimmedAnnotations = map[string]string{specBodyTrimmedAnnotation: "true"}
 func trimSpecBody(o *v1alpha1.NodeNetTuning) {
 	spec := o.Spec
 	want := spec.Revision
-	spec.Revision = ""
+	spec.Revision, spec.ApplyPolicy = "", nil // the renderer hashes without the policy; it stays in the cache
 	if want == "" || revision.Hash(spec) != want {
 		return
 	}
@@ -382,7 +398,7 @@ func intern(s string) string { return interned.get(s) }
 // compared whole.
 func SameSpec(nnt *v1alpha1.NodeNetTuning, spec v1alpha1.NodeNetTuningSpec) bool {
 	if specBodyTrimmed(nnt) {
-		return nnt.Spec.Revision == spec.Revision
+		return nnt.Spec.Revision == spec.Revision && apiequality.Semantic.DeepEqual(nnt.Spec.ApplyPolicy, spec.ApplyPolicy)
 	}
 	return apiequality.Semantic.DeepEqual(nnt.Spec, spec)
 }

@@ -77,6 +77,18 @@ func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.Node
 			}
 			v.Verified = v.Verified && verified
 			v.Failed = v.Failed || failed
+			if deferred, since, reason := NodeDeferred(nt); deferred {
+				if !v.Deferred || since.Before(v.DeferredSince) {
+					v.DeferredSince = since
+				}
+				if !v.Deferred {
+					v.DeferredReason = reason
+				}
+				v.Deferred = true
+			}
+			if nt != nil && nt.Status.Gate != nil && nt.Status.Gate.State == v1alpha1.GateClosed {
+				v.GateClosed = true
+			}
 			// The vehicle is as recent as its most silent node; a node that
 			// never reported makes it never seen.
 			switch {
@@ -90,6 +102,8 @@ func (f *Fleet) ObserveWith(profile string, nnt func(node string) *v1alpha1.Node
 		}
 		if !v.Verified {
 			v.VerifiedAt = time.Time{}
+		} else {
+			v.Deferred, v.DeferredSince, v.DeferredReason = false, time.Time{}, ""
 		}
 		sort.Strings(v.Hardware)
 		out = append(out, v)
@@ -166,6 +180,21 @@ func NodeReport(nnt *v1alpha1.NodeNetTuning) (verified, failed bool, seen time.T
 	failed = current(v1alpha1.ConditionRolledBack) ||
 		(current(v1alpha1.ConditionDegraded) && !v1alpha1.EnvironmentReason(degraded.Reason))
 	return verified, failed, seen
+}
+
+// NodeDeferred reads whether the node's agent holds the NodeNetTuning's
+// current spec back (its apply gate closed, no maintenance window open),
+// since when, and why (the Deferred condition's reason: GateClosed,
+// OutsideWindow, GateNotConfigured, WindowInvalid).
+func NodeDeferred(nnt *v1alpha1.NodeNetTuning) (deferred bool, since time.Time, reason string) {
+	if nnt == nil || nnt.Status.Gate == nil || nnt.Status.Gate.PendingRevision != nnt.Spec.Revision {
+		return false, time.Time{}, ""
+	}
+	c := meta.FindStatusCondition(nnt.Status.Conditions, v1alpha1.ConditionDeferred)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != nnt.Generation {
+		return false, time.Time{}, ""
+	}
+	return true, c.LastTransitionTime.Time, c.Reason
 }
 
 // Kernels returns what the nodes of each of vehicles reported of their

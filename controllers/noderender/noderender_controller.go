@@ -202,7 +202,12 @@ func (r *Reconciler) inputs(ctx context.Context, node *corev1.Node, nnt *v1alpha
 		if spec == nil {
 			return nil, rev, nil
 		}
-		out = append(out, render.Input{Profile: p.Name, Revision: rev, Spec: spec})
+		in := render.Input{Profile: p.Name, Revision: rev, Spec: spec,
+			Rollback: p.Status.Phase == v1alpha1.PhaseRolledBack && rev == p.Status.StableRevision}
+		if p.Spec.Rollout != nil {
+			in.Apply = p.Spec.Rollout.Apply
+		}
+		out = append(out, in)
 	}
 	return out, "", nil
 }

@@ -28,8 +28,10 @@ import (
 )
 
 // assign renders the first target vehicles with rev and the rest with stable,
-// within maxUnavailable. It reports whether the targeted vehicles settled and,
-// if it waits only for Unreachable ones, how long until it stops waiting.
+// within maxUnavailable (a Deferred vehicle is not counted against it: it
+// waits for its gate, not for the rollout). It reports whether the targeted
+// vehicles settled and, if it waits only for Unreachable or Deferred ones,
+// how long until it stops waiting.
 func (p *plan) assign(rev string, target int, paused bool) (settled bool, waitUnreachable time.Duration) {
 	st := p.st()
 	stable := st.StableRevision
@@ -40,7 +42,7 @@ func (p *plan) assign(rev string, target int, paused bool) (settled bool, waitUn
 	}
 	inflight := 0
 	for _, v := range p.active {
-		if v.Assigned == rev && !v.Mixed && !v.Verified && !v.Failed && p.reachable(v) {
+		if v.Assigned == rev && !v.Mixed && !v.Verified && !v.Failed && p.reachable(v) && !v.Deferred {
 			inflight++
 		}
 	}
@@ -66,6 +68,14 @@ func (p *plan) assign(rev string, target int, paused bool) (settled bool, waitUn
 			case !p.reachable(v):
 				settled = false
 				if w := p.giveUpAt(v).Sub(p.in.Now); waitUnreachable == 0 || w > waitUnreachable {
+					waitUnreachable = w
+				}
+			case v.Deferred && v.Assigned == rev && !v.Mixed && !p.in.Now.Before(p.deferredGiveUpAt(v)):
+				// Waited deferredTimeout: the step goes on without it; it
+				// takes the revision when its gate opens.
+			case v.Deferred && v.Assigned == rev && !v.Mixed:
+				settled = false
+				if w := p.deferredGiveUpAt(v).Sub(p.in.Now); waitUnreachable == 0 || w > waitUnreachable {
 					waitUnreachable = w
 				}
 			default:
@@ -116,6 +126,17 @@ func (p *plan) unreachableRequeue() {
 			p.requeue(v.LastSeen.Add(after).Sub(p.in.Now) + time.Second)
 		}
 	}
+}
+
+// deferredGiveUpAt is when the rollout stops waiting for a Deferred
+// vehicle: deferredTimeout after it was deferred or after the rollout
+// started, whichever is later.
+func (p *plan) deferredGiveUpAt(v Vehicle) time.Time {
+	since := v.DeferredSince
+	if began := RolloutStarted(p.st(), p.st().CurrentRevision); began.After(since) {
+		since = began
+	}
+	return since.Add(p.in.Rollout.GetDeferredTimeout())
 }
 
 // giveUpAt is when the rollout stops waiting for an Unreachable vehicle:

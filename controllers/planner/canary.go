@@ -150,6 +150,11 @@ func (p *plan) stratified(n int) []string {
 			if ri != rj {
 				return ri
 			}
+			// A vehicle that can take the change now before one whose
+			// apply gate is closed.
+			if oi, oj := !g[i].GateClosed, !g[j].GateClosed; oi != oj {
+				return oi
+			}
 			return p.before(g[i].Name, g[j].Name)
 		})
 		groups[m] = spreadGroups(g)
@@ -158,17 +163,34 @@ func (p *plan) stratified(n int) []string {
 		n = len(models)
 	}
 	var out []string
+	passed, closed := 0, 0
 	for round := 0; len(out) < n; round++ {
 		took := false
 		for _, m := range models {
 			if round < len(groups[m]) && len(out) < n {
-				out = append(out, groups[m][round].Name)
+				v := groups[m][round]
+				out = append(out, v.Name)
+				if v.GateClosed {
+					closed++
+				}
 				took = true
 			}
 		}
 		if !took {
 			break
 		}
+	}
+	for _, v := range p.in.Vehicles {
+		if v.GateClosed && !p.excluded[v.Name] {
+			passed++
+		}
+	}
+	passed -= closed
+	switch {
+	case passed > 0:
+		p.event(false, "CanaryGatesOpen", "canary cohort chosen among vehicles that can take the change now: %d vehicle(s) with a closed apply gate passed over", passed)
+	case closed > 0:
+		p.event(true, "CanaryGatesClosed", "%d canary vehicle(s) have a closed apply gate: they are Deferred until it opens", closed)
 	}
 	return out
 }

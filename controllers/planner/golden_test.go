@@ -58,6 +58,9 @@ type sim struct {
 	commands planner.Commands
 	// noVerify: agents report but never finish applying.
 	noVerify bool
+	// gated vehicles' apply gates are closed: they report, and hold a
+	// new assignment back (Deferred) until ungated.
+	gated map[string]bool
 	lines    []string
 }
 
@@ -65,7 +68,7 @@ func newSim(t *testing.T, rollout *v1alpha1.RolloutSpec, xavier, orin int, stabl
 	s := &sim{
 		t: t, profile: "xavier-lan", revision: stable, gen: 1, rollout: rollout,
 		now:      time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC),
-		vehicles: map[string]*planner.Vehicle{}, offline: map[string]bool{}, failOn: map[string]string{},
+		vehicles: map[string]*planner.Vehicle{}, offline: map[string]bool{}, failOn: map[string]string{}, gated: map[string]bool{},
 		verdict: func(*planner.Measure) string { return v1alpha1.AnalysisSuccessful },
 	}
 	s.start = s.now
@@ -141,6 +144,14 @@ func (s *sim) tick(d time.Duration) planner.Output {
 			continue
 		}
 		v.LastSeen = s.now.Add(d)
+		v.GateClosed = s.gated[name]
+		if s.gated[name] {
+			if !v.Verified && !v.Failed && want != "" && !v.Deferred {
+				v.Deferred, v.DeferredSince = true, s.now
+			}
+			continue
+		}
+		v.Deferred, v.DeferredSince = false, time.Time{}
 		if !v.Verified && !v.Failed && !s.noVerify {
 			v.Failed = want != "" && s.failOn[name] == want
 			v.Verified = !v.Failed

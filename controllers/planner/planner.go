@@ -89,6 +89,16 @@ type Vehicle struct {
 	VerifiedAt time.Time
 	// Failed: a node reports RolledBack or Degraded for its rendered state.
 	Failed bool
+	// Deferred: a node holds its rendered state back (its apply gate is
+	// closed, no maintenance window is open), since DeferredSince, for
+	// DeferredReason (the agent's words). Neither failed nor unreachable:
+	// a step waits for it up to the apply policy's deferredTimeout.
+	Deferred       bool
+	DeferredSince  time.Time
+	DeferredReason string
+	// GateClosed: a node's apply gate is closed now; canary selection
+	// passes such a vehicle over when it can.
+	GateClosed bool
 	// LastSeen is the oldest latest heartbeat among the vehicle's nodes (zero
 	// when a node never reported).
 	LastSeen time.Time

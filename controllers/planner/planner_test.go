@@ -692,3 +692,76 @@ func TestAnalysisUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestDeferredVehicles: a canary whose apply gate is closed holds the new
+// revision back. It is counted Deferred (not failed, not unreachable, not
+// in flight against maxUnavailable); the step waits for it up to the apply
+// policy's deferredTimeout, then goes on without it, and it takes the
+// revision once its gate opens.
+func TestDeferredVehicles(t *testing.T) {
+	s := newSim(t, shipped(), 4, 0, "r1")
+	s.rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-01", "av-02"}}
+	s.rollout.Apply = &v1alpha1.ApplyPolicy{DeferredTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
+	s.gated["av-01"] = true
+	s.revision = "r2"
+	var out planner.Output
+	for range 3 {
+		out = s.tick(time.Minute)
+	}
+	if out.Status.Phase != v1alpha1.PhaseProgressing || *out.Status.CurrentStep != 0 {
+		t.Fatalf("phase %s step %d, want Progressing at step 0 (waiting for the deferred canary)", out.Status.Phase, *out.Status.CurrentStep)
+	}
+	c := out.Status.Vehicles
+	if c.Deferred != 1 || c.Failed != 0 || c.Unreachable != 0 || c.Verified != 1 {
+		t.Errorf("counts %+v, want 1 deferred, 1 verified, none failed or unreachable", c)
+	}
+	ready := meta.FindStatusCondition(out.Status.Conditions, v1alpha1.ConditionReady)
+	if ready == nil || !strings.Contains(ready.Message, "1 deferred") {
+		t.Errorf("Ready condition %+v, want it to say 1 deferred", ready)
+	}
+	if out.RequeueAfter <= 0 || out.RequeueAfter > 10*time.Minute {
+		t.Errorf("requeueAfter %s, want a wake-up when the wait for the deferred vehicle ends", out.RequeueAfter)
+	}
+	// Past deferredTimeout the rollout goes on without av-01.
+	out = runUntil(s, 30, func(o planner.Output) bool { return *o.Status.CurrentStep > 0 || o.Status.Phase == v1alpha1.PhaseHealthy })
+	if *out.Status.CurrentStep == 0 {
+		t.Fatalf("still at step 0 after the deferred timeout: %+v", out.Status.Conditions)
+	}
+	out = runUntil(s, 60, phaseIs(v1alpha1.PhaseHealthy))
+	if out.Status.Phase != v1alpha1.PhaseHealthy || out.Assign["av-01"] != "r2" || s.vehicles["av-01"].Verified {
+		t.Fatalf("phase %s, av-01 assigned %s verified %t: want Healthy with av-01 assigned r2 and not yet verified", out.Status.Phase, out.Assign["av-01"], s.vehicles["av-01"].Verified)
+	}
+	// Its gate opens: it catches up.
+	delete(s.gated, "av-01")
+	s.tick(time.Minute)
+	out = s.tick(time.Minute)
+	if !s.vehicles["av-01"].Verified || out.Status.Vehicles.Deferred != 0 {
+		t.Errorf("after its gate opened av-01 verified=%t, deferred count %d", s.vehicles["av-01"].Verified, out.Status.Vehicles.Deferred)
+	}
+}
+
+// TestCanaryPrefersOpenGates: a canary chosen by count passes over vehicles
+// whose apply gate is closed when others can take the change now, and says so.
+func TestCanaryPrefersOpenGates(t *testing.T) {
+	s := newSim(t, shipped(), 4, 0, "r1")
+	s.rollout.Canary = v1alpha1.CanarySpec{Count: ptr(int32(2))}
+	for _, v := range []string{"av-01", "av-02"} {
+		s.gated[v] = true
+	}
+	s.tick(time.Minute) // the agents report their gates
+	s.revision = "r2"
+	out := s.tick(time.Minute)
+	for _, c := range out.Status.CanaryVehicles {
+		if s.gated[c] {
+			t.Errorf("canary %v holds %s, whose gate is closed", out.Status.CanaryVehicles, c)
+		}
+	}
+	if len(out.Status.CanaryVehicles) != 2 {
+		t.Errorf("canary %v, want 2 vehicles", out.Status.CanaryVehicles)
+	}
+	if !slices.ContainsFunc(out.Events, func(e planner.Event) bool {
+		return e.Reason == "CanaryGatesOpen" && strings.Contains(e.Message, "2 vehicle(s) with a closed apply gate passed over")
+	}) {
+		t.Errorf("events %+v, want CanaryGatesOpen naming 2 vehicles passed over", out.Events)
+	}
+}

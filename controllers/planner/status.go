@@ -51,6 +51,9 @@ func (p *plan) finish() {
 				c.Verified++
 			}
 		}
+		if v.Deferred && !v.Verified && v.Assigned == want {
+			c.Deferred++
+		}
 		if !p.reachable(v) {
 			c.Unreachable++
 		}

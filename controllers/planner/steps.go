@@ -275,8 +275,12 @@ func describeProgress(p *plan) string {
 	if st.CurrentStep != nil {
 		step = *st.CurrentStep
 	}
-	return fmt.Sprintf("revision %s step %d/%d %s: %d/%d vehicles updated, %d verified",
+	msg := fmt.Sprintf("revision %s step %d/%d %s: %d/%d vehicles updated, %d verified",
 		st.CurrentRevision, step, len(steps), describeStep(steps, step), st.Vehicles.Updated, st.Vehicles.Total, st.Vehicles.Verified)
+	if st.Vehicles.Deferred > 0 {
+		msg += fmt.Sprintf(", %d deferred (waiting for the vehicle's apply gate or a maintenance window)", st.Vehicles.Deferred)
+	}
+	return msg
 }
 
 func describeStep(steps []v1alpha1.RolloutStep, i int32) string {

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -49,6 +50,7 @@ import (
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
+	"github.com/nettune/nettune/internal/maintenance"
 )
 
 // Reconciler rolls a NetTuningProfile out: it keeps its revisions,
@@ -161,6 +163,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	base := p.DeepCopy()
+	if p.Spec.Rollout != nil {
+		if err := maintenance.Check(p.Spec.Rollout.Apply); err != nil {
+			// No vehicle could open such a window: the rollout stops here,
+			// saying which field, until the profile changes.
+			planner.Stall(&p.Status, p.Generation, "InvalidApplyPolicy", err.Error(), r.Now())
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidApplyPolicy", "Rollout", "%s", err.Error())
+			return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.patchStatus(ctx, base, p))
+		}
+	}
 	started := r.Now()
 	out, emit, err := r.plan(ctx, p)
 	if err != nil {

@@ -168,6 +168,12 @@ type Input struct {
 	Profile  string                         // profile name
 	Revision string                         // revision name assigned to this node's vehicle
 	Spec     *v1alpha1.NetTuningProfileSpec // the revision's content (rollout ignored)
+	// Apply is the live profile's apply policy (spec.rollout.apply; nil:
+	// none): when the vehicle may take the revision.
+	Apply *v1alpha1.ApplyPolicy
+	// Rollback: the profile is rolled back and Revision is its stable
+	// revision.
+	Rollback bool
 }
 
 // Conflict is an item that equal-priority profiles set differently on the
@@ -299,7 +305,10 @@ func Render(node Node, vehicleNodes []Node, inputs []Input) Result {
 	spec.Interfaces = capList(r, spec.Interfaces, MaxInterfaces, "interfaces", func(x v1alpha1.InterfaceTuning) string { return x.Name })
 	spec.Peers = capList(r, spec.Peers, MaxPeers, "peers", func(x v1alpha1.Peer) string { return x.Host })
 
+	// The apply policy says when, never what: it is left out of the
+	// revision, so a policy change alone applies nothing.
 	spec.Revision = revision.Hash(spec)
+	spec.ApplyPolicy = applyPolicy(ins)
 	return Result{Spec: spec, Conflicts: conflicts, Warnings: slices.Sorted(maps.Keys(r.warnings))}
 }
 
@@ -656,4 +665,42 @@ func comparePrefix(a, b string) int {
 		return c
 	}
 	return cmp.Compare(pa.Bits(), pb.Bits())
+}
+
+// applyPolicy merges the profiles' apply policies onto a node: the
+// strictest gate (Required over IfConfigured over Ignored; a profile
+// without a policy is IfConfigured), every profile's windows (each must be
+// open), and immediate when a profile is rolled back and its policy lets a
+// rollback skip the gate (the default). Nil when nothing is asked.
+func applyPolicy(ins []Input) *v1alpha1.NodeApplyPolicy {
+	p := v1alpha1.NodeApplyPolicy{Gate: v1alpha1.ApplyGateIgnored}
+	var rolledBack []string
+	for _, in := range ins {
+		a := in.Apply
+		if a == nil {
+			a = &v1alpha1.ApplyPolicy{}
+		}
+		switch gate := cmp.Or(a.Gate, v1alpha1.ApplyGateIfConfigured); {
+		case gate == v1alpha1.ApplyGateRequired:
+			p.Gate = gate
+		case gate == v1alpha1.ApplyGateIfConfigured && p.Gate == v1alpha1.ApplyGateIgnored:
+			p.Gate = gate
+		}
+		if len(a.MaintenanceWindows) > 0 {
+			p.Windows = append(p.Windows, v1alpha1.ProfileWindows{Profile: in.Profile, Windows: a.MaintenanceWindows})
+		}
+		if in.Rollback && a.Rollback != v1alpha1.RollbackWhenAllowed {
+			rolledBack = append(rolledBack, in.Profile+" to "+in.Revision)
+		}
+	}
+	if len(rolledBack) > 0 {
+		p.Immediate = "rollback of profile " + strings.Join(rolledBack, ", ")
+		if len(p.Immediate) > 256 {
+			p.Immediate = p.Immediate[:253] + "..."
+		}
+	}
+	if len(ins) == 0 || (p.Gate == v1alpha1.ApplyGateIfConfigured && len(p.Windows) == 0 && p.Immediate == "") {
+		return nil
+	}
+	return &p
 }

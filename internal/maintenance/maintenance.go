@@ -119,3 +119,17 @@ func (s Set) At(now time.Time, local *time.Location) (open bool, next time.Time)
 	}
 	return false, next
 }
+
+// Check reads a profile's apply policy as the agents will, so that a window
+// no vehicle could ever open (a schedule that never fires, a time zone the
+// controller's database lacks) stops the rollout naming the field instead
+// of leaving every vehicle waiting.
+func Check(a *v1alpha1.ApplyPolicy) error {
+	if a == nil {
+		return nil
+	}
+	if _, err := ParseSet(a.MaintenanceWindows); err != nil {
+		return fmt.Errorf("spec.rollout.apply.%w", err)
+	}
+	return nil
+}
