@@ -205,7 +205,7 @@ annotations nettune.io/promote, nettune.io/abort and nettune.io/exclude.`,
 		Long: `Show the rollout: phase, revisions, steps ([x] done, [>] current, [ ] pending,
 [!] where it was rolled back), the current step's analysis results, the True
 conditions, and one row per vehicle (hardware, canary/baseline/excluded,
-assigned revision, verified/total nodes, Verified/Updating/Unreachable/Failed,
+assigned revision, verified/total nodes, Verified/Updating/Deferred/Unreachable/Failed,
 last heartbeat).
 
 With -w it watches the profile and the NodeNetTunings on the API server and

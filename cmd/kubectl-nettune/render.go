@@ -44,6 +44,7 @@ const (
 	stateUpdating    = "Updating"
 	stateUnreachable = "Unreachable"
 	stateFailed      = "Failed"
+	stateDeferred    = "Deferred"
 )
 
 // shownConditions are the profile conditions status prints when True, in order.
@@ -192,7 +193,7 @@ func renderHeader(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, now time.Time) 
 		fmt.Fprintf(tw, "Excluded vehicles:\t%s\n", strings.Join(ex, ", "))
 	}
 	v := st.Vehicles
-	fmt.Fprintf(tw, "Vehicles:\t%d total, %d updated, %d verified, %d unreachable, %d failed\n", v.Total, v.Updated, v.Verified, v.Unreachable, v.Failed)
+	fmt.Fprintf(tw, "Vehicles:\t%d total, %d updated, %d verified, %d unreachable, %d failed, %d deferred\n", v.Total, v.Updated, v.Verified, v.Unreachable, v.Failed, v.Deferred)
 	if p.Spec.Rollout != nil && p.Spec.Rollout.Paused {
 		fmt.Fprintf(tw, "Paused:\tby the user (kubectl nettune resume %s)\n", p.Name)
 	}
@@ -439,6 +440,9 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 			r.State = stateUnreachable
 		case v.Verified:
 			r.State = stateVerified
+		case v.Deferred:
+			// Held back by the vehicle (gate closed, no window open).
+			r.State = stateDeferred + " (" + v.DeferredReason + ")"
 		default:
 			r.State = stateUpdating
 		}

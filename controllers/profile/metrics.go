@@ -34,7 +34,7 @@ var (
 		Name: "nettune_rollout_phase", Help: "1 for the profile's current rollout phase, 0 for the others.",
 	}, []string{"profile", "phase"})
 	rolloutVehicles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nettune_rollout_vehicles", Help: "Vehicles of a profile by state (total, updated, verified, unreachable, failed).",
+		Name: "nettune_rollout_vehicles", Help: "Vehicles of a profile by state (total, updated, verified, unreachable, failed, deferred).",
 	}, []string{"profile", "state"})
 	rollbacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nettune_rollbacks_total", Help: "Automatic and manual rollbacks, by reason.",
@@ -70,7 +70,7 @@ func recordMetrics(p *v1alpha1.NetTuningProfile) {
 		rolloutPhase.WithLabelValues(p.Name, ph).Set(v)
 	}
 	for state, n := range map[string]int32{"total": st.Vehicles.Total, "updated": st.Vehicles.Updated, "verified": st.Vehicles.Verified,
-		"unreachable": st.Vehicles.Unreachable, "failed": st.Vehicles.Failed} {
+		"unreachable": st.Vehicles.Unreachable, "failed": st.Vehicles.Failed, "deferred": st.Vehicles.Deferred} {
 		rolloutVehicles.WithLabelValues(p.Name, state).Set(float64(n))
 	}
 }

@@ -104,7 +104,7 @@ func rolloutHealth() *dashboardBuilder {
 	b.row("Revisions and vehicles")
 	place(b, timeseriesPanel("Vehicles per revision", "Vehicles with at least one host on each revision of the profile, from the agents' committed (last-known-good) state: the revision timeline.", "none", stacked,
 		promRange(`count by (revision) (group by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~".+"}))`, "{{revision}}")), 12, 8)
-	place(b, timeseriesPanel("Vehicles by state", "The controller's count of the profile's vehicles by state (total, updated, verified, unreachable, failed).", "none", steps,
+	place(b, timeseriesPanel("Vehicles by state", "The controller's count of the profile's vehicles by state (total, updated, verified, unreachable, failed, deferred: waiting for their apply gate or a maintenance window).", "none", steps,
 		promRange(`max by (state) (nettune_rollout_vehicles{profile="$profile"})`, "{{state}}")), 12, 8)
 	place(b, tablePanel("Hosts per revision", "Hosts of the selected vehicles on each revision now.", "none",
 		promTable(`count by (vehicle, revision) (nettune_agent_revision_info{profile="$profile", vehicle=~"$vehicle"})`)), 8, 8)
@@ -194,7 +194,10 @@ func vehicle() *dashboardBuilder {
 		promRange(`max by (node) (histogram_quantile(1, sum by (node, le) (increase(nettune_agent_apply_duration_seconds_bucket{`+nodeMatcher+`}[$__rate_interval]))))`, "{{node}}")), 12, 7)
 	place(b, logsPanel("Drift repairs (agent events)", "Drift repairs as the agents ship them to Loki.",
 		lokiLogs(hostEvents+` | event="drift_repaired"`+` | line_format "{{.node}} {{.revision}}: {{.message}}"`)), 12, 7)
-	place(b, logsPanel("Agent events", "Every apply, verify, revert, refusal and drift repair of the selected hosts.",
+	place(b, timeseriesPanel("Apply gate and deferred revisions", "Per host: whether its apply gate is open (1; 0 while the vehicle says it must not apply, e.g. driving) and whether a new revision waits for the gate or a maintenance window (1 while Deferred).", "none", steps,
+		promRange(`max by (node) (nettune_agent_apply_gate_open{`+nodeMatcher+`})`, "{{node}} gate open"),
+		promRange(`max by (node) (nettune_agent_apply_deferred{`+nodeMatcher+`})`, "{{node}} deferred")), 24, 7)
+	place(b, logsPanel("Agent events", "Every apply, verify, revert, refusal, deferral and drift repair of the selected hosts.",
 		lokiLogs(hostEvents+` | line_format "{{.node}} {{.event}} {{.revision}}: {{.message}}"`)), 24, 8)
 
 	b.row("TCP per tuned destination (sock_diag)")

@@ -187,8 +187,10 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 			return nil, fmt.Errorf("bin/%s is missing: run `make tools build`", bin)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
-		return nil, err
+	for _, d := range []string{"logs", "gates"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
 		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}, rules: map[string][]string{}}
@@ -340,6 +342,15 @@ func (f *Fleet) StartAgents(vehicle string) error {
 		if f.secure != nil {
 			args = append(args, "--loki-credentials-dir", f.secure.agentsDir)
 		}
+		// Every vehicle has an apply gate, open (parked) until SetGate
+		// says otherwise; its hosts' agents read the same file.
+		gate := f.GatePath(vehicle)
+		if _, err := os.Stat(gate); os.IsNotExist(err) {
+			if err := writeGate(gate, "open parked"); err != nil {
+				return err
+			}
+		}
+		args = append(args, "--apply-gate-file", gate)
 		for _, t := range f.opts.Topics {
 			args = append(args, "--probe-topic", t)
 		}
@@ -354,6 +365,29 @@ func (f *Fleet) StartAgents(vehicle string) error {
 		}
 	}
 	return nil
+}
+
+// GatePath is the vehicle's apply gate file, which its agents read
+// (--apply-gate-file).
+func (f *Fleet) GatePath(vehicle string) string { return filepath.Join(f.Dir, "gates", vehicle) }
+
+// SetGate writes the vehicle's apply gate as its autonomy stack would:
+// "open", or "closed <reason>" (e.g. "closed driving").
+func (f *Fleet) SetGate(vehicle, content string) error {
+	if f.Vehicles[vehicle] == nil {
+		return fmt.Errorf("no vehicle %s", vehicle)
+	}
+	return writeGate(f.GatePath(vehicle), content)
+}
+
+// writeGate replaces a gate file atomically: a reader sees the old
+// content or the new, never half of it.
+func writeGate(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // StopAgents kills a vehicle's agents, as if the vehicle went offline.
