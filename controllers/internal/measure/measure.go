@@ -14,12 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package measure takes analysis measurements: the ones a plan asks for,
-// for the profile reconciler of a cluster and for the hub's alike, and an
-// experiment's (Take). The planner decides when a step waits for a verdict,
-// this package queries Loki or Prometheus through the analysis package (the
-// judge, or a query analysis' thresholds), and the planner's next round
-// records the results.
+// Package measure takes analysis measurements: the ones a plan asks for, in
+// a rollout round (controllers/internal/round) of a cluster's profile
+// reconciler and of the hub's alike, and an experiment's (Take). The
+// planner decides when a step waits for a verdict, this package queries
+// Loki or Prometheus through the analysis package (the judge, or a query
+// analysis' thresholds), and the round's second plan records the results.
 package measure
 
 import (
