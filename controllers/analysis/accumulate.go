@@ -30,13 +30,15 @@ import (
 const maxMessage = 1024
 
 // Accumulate folds one measurement into the running result of an analysis
-// step (pure).
+// step (pure). It is where a measurement's verdict becomes the status: a
+// cluster's and a hub's rollout, and an experiment, record it only through
+// it.
 //
-// Counters: Successful, Failed and Inconclusive count measurements of that
-// phase over the whole analysis. Errors counts CONSECUTIVE Error
-// measurements: any non-Error measurement resets it to 0, so a flapping
-// backend that answers every other time never exhausts
-// consecutiveErrorLimit.
+// Counters: Successful, Failed and Inconclusive count the measurements
+// whose verdict was Pass, Fail and Inconclusive over the whole analysis.
+// Errors counts CONSECUTIVE measurements that could not be taken (Error,
+// Unavailable): any other measurement resets it to 0, so a flapping backend
+// that answers every other time never exhausts consecutiveErrorLimit.
 //
 // Phase, in this order:
 //   - Failed when Failed > failureLimit (default 0);
@@ -51,8 +53,11 @@ const maxMessage = 1024
 //
 // CanaryValue, BaselineValue and Threshold are the latest measurement's values
 // as decimal strings (6 significant digits, empty when the value is absent);
-// an Error measurement keeps the previous values. LastMeasured is m.At and
-// Message explains the phase with the latest measurement's message.
+// for a judge analysis, so are Verdict (the measurement's), Pair, Effect,
+// Probability, Confidence, the samples and Pairs (each pair's verdict). A
+// measurement that could not be taken keeps the previous ones. LastMeasured
+// is m.At and Message explains the phase with the latest measurement's
+// verdict (its Phase word) and message.
 //
 // A terminal result (Successful, Failed, Inconclusive) is returned unchanged.
 func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.AnalysisSpec) v1alpha1.AnalysisResult {
@@ -63,23 +68,23 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	if r.Name == "" {
 		r.Name = spec.Name
 	}
-	switch m.Phase {
-	case PhaseSuccessful:
+	switch m.Verdict {
+	case VerdictPass:
 		r.Successful++
-	case PhaseFailed:
+	case VerdictFail:
 		r.Failed++
-	case PhaseInconclusive:
+	case VerdictInconclusive:
 		r.Inconclusive++
-	default: // PhaseError, PhaseUnavailable and anything unknown
+	default: // VerdictError, VerdictUnavailable and anything unknown
 		r.Errors++
 	}
-	if m.Phase == PhaseSuccessful || m.Phase == PhaseFailed || m.Phase == PhaseInconclusive {
+	if m.Verdict.decided() {
 		r.Errors = 0
 		r.CanaryValue = decimal(m.Canary)
 		r.BaselineValue = decimal(m.Baseline)
 		r.Threshold = decimal(m.Threshold)
 		if m.Judge != nil {
-			judgeFields(&r, m.Judge)
+			judgeFields(&r, m.Verdict, m.Judge)
 		}
 	}
 	at := metav1.NewTime(m.At)
@@ -92,7 +97,7 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	failureLimit := int32Or(spec.FailureLimit, DefaultFailureLimit)
 	inconclusiveLimit := int32Or(spec.InconclusiveLimit, DefaultInconclusiveLimit)
 	errorLimit := int32Or(spec.ConsecutiveErrorLimit, DefaultConsecutiveErrorLimit)
-	last := fmt.Sprintf("latest measurement %s: %s", phaseOrUnknown(m.Phase), m.Message)
+	last := fmt.Sprintf("latest measurement %s: %s", phaseOrUnknown(m.Verdict), m.Message)
 
 	var msg string
 	switch {
@@ -102,7 +107,7 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	case r.Inconclusive > inconclusiveLimit:
 		r.Phase = v1alpha1.AnalysisInconclusive
 		msg = fmt.Sprintf("%d inconclusive measurement(s) > inconclusiveLimit %d; %s", r.Inconclusive, inconclusiveLimit, last)
-	case r.Errors > errorLimit && m.Phase == PhaseUnavailable:
+	case r.Errors > errorLimit && m.Verdict == VerdictUnavailable:
 		r.Phase = v1alpha1.AnalysisUnavailable
 		msg = fmt.Sprintf("backend unavailable: %d consecutive measurements refused or unanswered > consecutiveErrorLimit %d; the rollout waits and goes on once a measurement is taken; %s", r.Errors, errorLimit, last)
 	case r.Errors > errorLimit:
@@ -120,11 +125,11 @@ func Accumulate(prev v1alpha1.AnalysisResult, m Measurement, spec *v1alpha1.Anal
 	return r
 }
 
-func phaseOrUnknown(p Phase) string {
-	if p == "" {
+func phaseOrUnknown(v Verdict) string {
+	if v == "" {
 		return "(no phase)"
 	}
-	return string(p)
+	return v.Phase()
 }
 
 // decimal formats an optional value for AnalysisResult (MaxLength 32).

@@ -29,16 +29,16 @@ import (
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 func ok(c, b float64) Measurement {
-	return Measurement{Phase: PhaseSuccessful, Canary: f(c), Baseline: f(b), Threshold: f(b*1.1 + 1), Message: "ok"}
+	return Measurement{Verdict: VerdictPass, Canary: f(c), Baseline: f(b), Threshold: f(b*1.1 + 1), Message: "ok"}
 }
 func bad(c, b float64) Measurement {
-	return Measurement{Phase: PhaseFailed, Canary: f(c), Baseline: f(b), Threshold: f(b*1.1 + 1), Message: "too slow"}
+	return Measurement{Verdict: VerdictFail, Canary: f(c), Baseline: f(b), Threshold: f(b*1.1 + 1), Message: "too slow"}
 }
 func inc() Measurement {
-	return Measurement{Phase: PhaseInconclusive, Message: "too few canary samples: 42 < 100"}
+	return Measurement{Verdict: VerdictInconclusive, Message: "too few canary samples: 42 < 100"}
 }
 func qerr() Measurement {
-	return Measurement{Phase: PhaseError, Message: "canary query: loki query: HTTP 502: bad gateway"}
+	return Measurement{Verdict: VerdictError, Message: "canary query: loki query: HTTP 502: bad gateway"}
 }
 
 func TestAccumulate(t *testing.T) {
@@ -157,7 +157,7 @@ func TestAccumulate(t *testing.T) {
 		{
 			name: "absent baseline clears the previous baseline value",
 			spec: v2Spec(),
-			seq:  []Measurement{ok(18, 17), {Phase: PhaseSuccessful, Canary: f(18.25), Threshold: f(20), Message: "no baseline"}},
+			seq:  []Measurement{ok(18, 17), {Verdict: VerdictPass, Canary: f(18.25), Threshold: f(20), Message: "no baseline"}},
 			want: want{phase: "Running", successful: 2, canary: "18.25", threshold: "20"},
 		},
 	}
@@ -224,7 +224,7 @@ func TestAccumulateLastMeasuredAndTerminal(t *testing.T) {
 }
 
 func TestAccumulateMessageBounded(t *testing.T) {
-	m := Measurement{Phase: PhaseError, At: t0, Message: strings.Repeat("é", 2000)}
+	m := Measurement{Verdict: VerdictError, At: t0, Message: strings.Repeat("é", 2000)}
 	res := Accumulate(v1alpha1.AnalysisResult{}, m, v2Spec())
 	if len(res.Message) > 1024 || !strings.HasSuffix(res.Message, "...") {
 		t.Fatalf("message length %d", len(res.Message))
@@ -240,7 +240,7 @@ func TestAccumulateMessageBounded(t *testing.T) {
 }
 
 func TestAccumulateValueStrings(t *testing.T) {
-	m := Measurement{Phase: PhaseFailed, At: t0, Canary: f(1e300), Baseline: f(0.1 + 0.2), Threshold: f(18*1.1 + 1)}
+	m := Measurement{Verdict: VerdictFail, At: t0, Canary: f(1e300), Baseline: f(0.1 + 0.2), Threshold: f(18*1.1 + 1)}
 	res := Accumulate(v1alpha1.AnalysisResult{}, m, v2Spec())
 	if res.CanaryValue != "1e+300" || res.BaselineValue != "0.3" || res.Threshold != "20.8" {
 		t.Fatalf("values %q %q %q", res.CanaryValue, res.BaselineValue, res.Threshold)
@@ -318,7 +318,7 @@ func TestAccumulateUnavailable(t *testing.T) {
 	spec := v2Spec()
 	limit := int32(2)
 	spec.ConsecutiveErrorLimit = &limit
-	unavailable := Measurement{Phase: PhaseUnavailable, At: time.Unix(100, 0), Message: "canary query: loki query: HTTP 401: no org id"}
+	unavailable := Measurement{Verdict: VerdictUnavailable, At: time.Unix(100, 0), Message: "canary query: loki query: HTTP 401: no org id"}
 	r := Accumulate(v1alpha1.AnalysisResult{}, ok(1, 1), spec)
 	for i := 0; i < 5; i++ {
 		r = Accumulate(r, unavailable, spec)

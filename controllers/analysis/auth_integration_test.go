@@ -89,13 +89,13 @@ func TestAnalysisOnAnAuthenticatedLoki(t *testing.T) {
 		return Measure(ctx, q, "p", spec, canary, baseline, time.Now())
 	}
 	var messages []string
-	expect := func(name string, phase Phase, mention ...string) {
+	expect := func(name string, verdict Verdict, mention ...string) {
 		t.Helper()
 		m := measure()
 		messages = append(messages, m.Message)
-		t.Logf("%s: %s %s", name, m.Phase, m.Message)
-		if m.Phase != phase {
-			t.Fatalf("%s: phase %s (%s), want %s", name, m.Phase, m.Message, phase)
+		t.Logf("%s: %s %s", name, m.Verdict, m.Message)
+		if m.Verdict != verdict {
+			t.Fatalf("%s: verdict %s (%s), want %s", name, m.Verdict, m.Message, verdict)
 		}
 		for _, s := range mention {
 			if !strings.Contains(m.Message, s) {
@@ -104,42 +104,42 @@ func TestAnalysisOnAnAuthenticatedLoki(t *testing.T) {
 		}
 	}
 
-	expect("right credentials", PhaseSuccessful)
+	expect("right credentials", VerdictPass)
 	if m := measure(); m.Canary == nil || *m.Canary != 11 {
 		t.Fatalf("canary max %v, want 11 (the other tenant's 900 must not count)", m.Canary)
 	}
 	secret["password"] = "wrong-password"
-	expect("wrong password", PhaseUnavailable, "HTTP 401")
+	expect("wrong password", VerdictUnavailable, "HTTP 401")
 	secret["password"] = password
 	secret["tenant"] = "other"
-	expect("a tenant the user may not name", PhaseUnavailable, "HTTP 403")
+	expect("a tenant the user may not name", VerdictUnavailable, "HTTP 403")
 	delete(secret, "tenant")
-	expect("no tenant", PhaseUnavailable, "HTTP 40")
+	expect("no tenant", VerdictUnavailable, "HTTP 40")
 	secret["tenant"] = "fleet"
 	delete(secret, "ca.crt")
-	expect("untrusted CA", PhaseUnavailable, "certificate")
+	expect("untrusted CA", VerdictUnavailable, "certificate")
 	secret["ca.crt"] = ca
 	delete(secret, "password")
-	expect("Secret lacking a key", PhaseUnavailable, "analysis planner-latency", `Secret nettune-system/loki: key "password" is missing`)
+	expect("Secret lacking a key", VerdictUnavailable, "analysis planner-latency", `Secret nettune-system/loki: key "password" is missing`)
 	secret["password"] = password
 	present = false
-	expect("Secret missing", PhaseUnavailable, "analysis planner-latency", "Secret nettune-system/loki: not found")
+	expect("Secret missing", VerdictUnavailable, "analysis planner-latency", "Secret nettune-system/loki: not found")
 	present = true
 	gw.SetMode(t, "429")
-	expect("rate limited", PhaseUnavailable, "HTTP 429")
+	expect("rate limited", VerdictUnavailable, "HTTP 429")
 	gw.SetMode(t, "")
 	gw.Stop(t)
-	expect("gateway down", PhaseUnavailable, "connection refused")
+	expect("gateway down", VerdictUnavailable, "connection refused")
 	gw.Start(t)
-	expect("gateway back", PhaseSuccessful)
+	expect("gateway back", VerdictPass)
 
 	// Rotation: the gateway takes only the new password; the Secret
 	// follows; the next measurement uses it, with no restart of anything.
 	gw.SetPassword(t, "judge", newPassword)
-	expect("password rotated at the gateway only", PhaseUnavailable, "HTTP 401")
+	expect("password rotated at the gateway only", VerdictUnavailable, "HTTP 401")
 	secret["password"] = newPassword
 	began := time.Now()
-	expect("Secret rotated", PhaseSuccessful)
+	expect("Secret rotated", VerdictPass)
 	t.Logf("the first measurement after the rotation took %s", time.Since(began).Round(time.Millisecond))
 
 	for _, msg := range messages {
@@ -191,23 +191,23 @@ func TestApplicationLatencyCountsFromVerification(t *testing.T) {
 		at := map[string]time.Time{"av-001": canaryVerified, "av-002": now.Add(-time.Hour)}
 		m := Measure(context.Background(), q, "p", s, Cohort{Vehicles: []string{"av-001"}, Revision: "r2", VerifiedAt: at},
 			Cohort{Vehicles: []string{"av-002"}, Revision: "r1", VerifiedAt: at}, now)
-		t.Logf("window %s, canary verified %s ago: %s %s", window, now.Sub(canaryVerified).Round(time.Second), m.Phase, m.Message)
+		t.Logf("window %s, canary verified %s ago: %s %s", window, now.Sub(canaryVerified).Round(time.Second), m.Verdict, m.Message)
 		return m
 	}
-	if m := measure(time.Minute, verified); m.Phase != PhaseSuccessful || m.Canary == nil || *m.Canary != 6 {
-		t.Fatalf("window after the verification: %s canary %v, want Successful at 6 ms (only messages after the change)", m.Phase, m.Canary)
+	if m := measure(time.Minute, verified); m.Verdict != VerdictPass || m.Canary == nil || *m.Canary != 6 {
+		t.Fatalf("window after the verification: %s canary %v, want Pass at 6 ms (only messages after the change)", m.Verdict, m.Canary)
 	}
-	if m := measure(5*time.Minute, verified); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "av-001 (verified ") {
-		t.Fatalf("window reaching before the verification: %s %q, want Inconclusive naming av-001 (counting it would count its 40 ms from before)", m.Phase, m.Message)
+	if m := measure(5*time.Minute, verified); m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "av-001 (verified ") {
+		t.Fatalf("window reaching before the verification: %s %q, want Inconclusive naming av-001 (counting it would count its 40 ms from before)", m.Verdict, m.Message)
 	}
-	if m := measure(time.Minute, time.Time{}); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "av-001 (not verified)") {
-		t.Fatalf("canary not verified: %s %q, want Inconclusive", m.Phase, m.Message)
+	if m := measure(time.Minute, time.Time{}); m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "av-001 (not verified)") {
+		t.Fatalf("canary not verified: %s %q, want Inconclusive", m.Verdict, m.Message)
 	}
 	// Without the cut (no verification times known) the 40 ms would count:
 	// the data really holds what the cut keeps out.
 	s := spec.DeepCopy()
 	s.Window = metav1Duration(5 * time.Minute)
-	if m := Measure(context.Background(), q, "p", s, Cohort{Vehicles: []string{"av-001"}, Revision: "r2"}, Cohort{Vehicles: []string{"av-002"}, Revision: "r1"}, now); m.Phase != PhaseFailed {
-		t.Fatalf("without verification times: %s %q, want Failed on the 40 ms from before the change", m.Phase, m.Message)
+	if m := Measure(context.Background(), q, "p", s, Cohort{Vehicles: []string{"av-001"}, Revision: "r2"}, Cohort{Vehicles: []string{"av-002"}, Revision: "r1"}, now); m.Verdict != VerdictFail {
+		t.Fatalf("without verification times: %s %q, want Fail on the 40 ms from before the change", m.Verdict, m.Message)
 	}
 }

@@ -27,6 +27,14 @@ limitations under the License.
 //     single Measurement; Accumulate (pure) folds it into the running
 //     v1alpha1.AnalysisResult; Due (pure) says when the next one is due.
 //
+// A measurement's outcome is a Verdict, one type from the decision to the
+// status: the judge's (Judge, MeasureJudge) or Evaluate's Pass, Fail or
+// Inconclusive, or Error and Unavailable for a measurement that could not be
+// taken. A Measurement carries it, and Accumulate is the one place it
+// becomes status: the counter and phase of the AnalysisResult, and for a
+// judge analysis its verdict and each pair's. Its Phase word names it in
+// events and metrics.
+//
 // A typical reconcile:
 //
 //	due, next := analysis.Due(res, spec, now)

@@ -28,28 +28,13 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
-// Phase is the outcome of one measurement.
-type Phase string
-
-// Measurement phases: the words of an analysis result's phase
-// (v1alpha1.Analysis*), and Error for a measurement that could not be taken.
-const (
-	PhaseSuccessful   Phase = v1alpha1.AnalysisSuccessful
-	PhaseFailed       Phase = v1alpha1.AnalysisFailed
-	PhaseInconclusive Phase = v1alpha1.AnalysisInconclusive
-	PhaseError        Phase = "Error"
-	// PhaseUnavailable is a measurement the backend did not let happen
-	// (UnavailableError): it counts toward consecutiveErrorLimit like an
-	// Error, and past it the analysis waits (v1alpha1.AnalysisUnavailable)
-	// instead of ending Inconclusive.
-	PhaseUnavailable Phase = v1alpha1.AnalysisUnavailable
-)
-
 // Measurement is one evaluation of an analysis: the canary and baseline
 // values at one instant and the verdict on them.
 type Measurement struct {
-	Phase Phase
-	At    time.Time
+	// Verdict is the measurement's outcome; a judge analysis' is its
+	// Judge's.
+	Verdict Verdict
+	At      time.Time
 	// Canary is the canary cohort's value; nil when the query returned nothing.
 	Canary *float64
 	// Baseline is the baseline cohort's value; nil when there is no baseline
@@ -63,7 +48,8 @@ type Measurement struct {
 	// Threshold is the ceiling the canary was held to: the smaller of maxValue
 	// and baseline*maxBaselineFactor+maxBaselineOffset (those that applied).
 	Threshold *float64
-	// Message says which check decided the phase, with values and thresholds.
+	// Message says which check decided the verdict, with values and
+	// thresholds.
 	Message string
 	// Judge is the judge's verdict per host pair (judge analyses only; nil
 	// when the queries failed).
@@ -109,7 +95,7 @@ func int32Or(p *int32, def int32) int32 {
 // Measure renders and runs the analysis queries for the canary cohort and,
 // when baseline has vehicles, the baseline cohort, all at the instant at, then
 // decides the measurement with Evaluate. A template or query error gives
-// Phase Error with the error in Message; an empty result is not an error (the
+// VerdictError with the error in Message; an empty result is not an error (the
 // value stays nil and Evaluate decides).
 //
 // A judge analysis (spec.judge) is measured by MeasureJudge instead.
@@ -144,7 +130,7 @@ func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.Anal
 	}
 	if hadCanary && len(canary.Vehicles) == 0 {
 		msg := "collecting: " + strings.Join(left, "; ")
-		m := Measurement{Phase: PhaseInconclusive, At: at, Message: msg}
+		m := Measurement{Verdict: VerdictInconclusive, At: at, Message: msg}
 		if spec.Judge != nil {
 			m.Judge = &JudgeResult{Verdict: VerdictInconclusive, Message: msg}
 		}
@@ -172,7 +158,7 @@ func measureSettled(ctx context.Context, q Querier, profile string, spec *v1alph
 func measureChecked(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	unmeasurable, baseline, note := checkKernels(spec, canary, baseline)
 	if unmeasurable != "" {
-		m := Measurement{Phase: PhaseInconclusive, At: at, Message: unmeasurable}
+		m := Measurement{Verdict: VerdictInconclusive, At: at, Message: unmeasurable}
 		if spec.Judge != nil {
 			m.Judge = &JudgeResult{Verdict: VerdictInconclusive, Message: unmeasurable}
 		}
@@ -243,45 +229,46 @@ func measureQuery(ctx context.Context, q Querier, profile string, spec *v1alpha1
 }
 
 // ErrorMeasurement is the measurement of a query that could not be taken:
-// PhaseUnavailable for an UnavailableError, PhaseError otherwise.
+// VerdictUnavailable for an UnavailableError, VerdictError otherwise.
 func ErrorMeasurement(at time.Time, err error) Measurement {
 	if IsUnavailable(err) {
-		return Measurement{Phase: PhaseUnavailable, At: at, Message: err.Error()}
+		return Measurement{Verdict: VerdictUnavailable, At: at, Message: err.Error()}
 	}
-	return Measurement{Phase: PhaseError, At: at, Message: err.Error()}
+	return Measurement{Verdict: VerdictError, At: at, Message: err.Error()}
 }
 
 func errorMeasurement(at time.Time, err error) Measurement { return ErrorMeasurement(at, err) }
 
 // Evaluate decides one measurement from its values (pure):
 //
-//   - A measurement already in Phase Error is returned unchanged.
+//   - A measurement that could not be taken (VerdictError or
+//     VerdictUnavailable) is returned unchanged.
 //   - Canary samples below minSamples (when measured) or no canary value:
-//     Inconclusive.
+//     VerdictInconclusive.
 //   - The relative ceiling baseline*maxBaselineFactor+maxBaselineOffset
 //     (factor defaults to 1, offset to 0; applies when either is set) is used
 //     only when there is a baseline value backed by at least minSamples
 //     baseline samples (when measured); otherwise it is skipped and the
 //     message says so — that alone does not make the measurement
 //     Inconclusive.
-//   - Canary above maxValue or above the relative ceiling: Failed.
-//     Otherwise Successful; with no ceiling at all the measurement is
-//     report-only and Successful.
+//   - Canary above maxValue or above the relative ceiling: VerdictFail.
+//     Otherwise VerdictPass; with no ceiling at all the measurement is
+//     report-only and a Pass.
 //
 // Threshold is set to the smaller of the ceilings that applied. An
-// unparsable maxValue/maxBaselineFactor/maxBaselineOffset gives Phase Error.
+// unparsable maxValue/maxBaselineFactor/maxBaselineOffset gives VerdictError.
 func Evaluate(spec *v1alpha1.AnalysisSpec, m Measurement) Measurement {
 	return evaluate(spec, m, "no baseline value")
 }
 
 func evaluate(spec *v1alpha1.AnalysisSpec, m Measurement, noBaseline string) Measurement {
-	if m.Phase == PhaseError || m.Phase == PhaseUnavailable {
+	if m.Verdict == VerdictError || m.Verdict == VerdictUnavailable {
 		return m
 	}
 	m.Threshold = nil
 	m.Message = ""
 	fail := func(err error) Measurement {
-		m.Phase, m.Message = PhaseError, err.Error()
+		m.Verdict, m.Message = VerdictError, err.Error()
 		return m
 	}
 	maxValue, err := parseDecimal("maxValue", spec.MaxValue, math.NaN())
@@ -300,12 +287,12 @@ func evaluate(spec *v1alpha1.AnalysisSpec, m Measurement, noBaseline string) Mea
 	minN := float64(minSamples(spec))
 
 	if m.CanarySamples != nil && *m.CanarySamples < minN {
-		m.Phase = PhaseInconclusive
+		m.Verdict = VerdictInconclusive
 		m.Message = fmt.Sprintf("too few canary samples: %s < %s", fmtNum(*m.CanarySamples), fmtNum(minN))
 		return m
 	}
 	if m.Canary == nil {
-		m.Phase = PhaseInconclusive
+		m.Verdict = VerdictInconclusive
 		m.Message = "canary query returned no value"
 		return m
 	}
@@ -346,13 +333,13 @@ func evaluate(spec *v1alpha1.AnalysisSpec, m Measurement, noBaseline string) Mea
 
 	switch {
 	case len(failed) > 0:
-		m.Phase = PhaseFailed
+		m.Verdict = VerdictFail
 		m.Message = strings.Join(append(failed, notes...), "; ")
 	case len(passed) > 0:
-		m.Phase = PhaseSuccessful
+		m.Verdict = VerdictPass
 		m.Message = strings.Join(append(passed, notes...), "; ")
 	default:
-		m.Phase = PhaseSuccessful
+		m.Verdict = VerdictPass
 		m.Message = strings.Join(append([]string{fmt.Sprintf("canary %s (report only: no ceiling applied)", fmtNum(canary))}, notes...), "; ")
 	}
 	if m.CanarySamples != nil {

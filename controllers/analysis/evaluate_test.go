@@ -63,7 +63,7 @@ func TestEvaluate(t *testing.T) {
 		name          string
 		spec          *v1alpha1.AnalysisSpec
 		in            Measurement
-		wantPhase     Phase
+		wantVerdict   Verdict
 		wantThreshold *float64
 		wantMessage   string
 	}{
@@ -71,7 +71,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "healthy canary, both ceilings, relative binds",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(18.2), Baseline: f(17), CanarySamples: f(12000), BaselineSamples: f(90000)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(19.7),
 			wantMessage:   "canary 18.2 <= maxValue 20; canary 18.2 <= baseline 17 x 1.1 + 1 = 19.7 [canary samples 12000, baseline samples 90000]",
 		},
@@ -79,7 +79,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "above maxValue only",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(23.4), Baseline: f(25), CanarySamples: f(12000), BaselineSamples: f(90000)},
-			wantPhase:     PhaseFailed,
+			wantVerdict:   VerdictFail,
 			wantThreshold: f(20),
 			wantMessage:   "canary 23.4 > maxValue 20 [canary samples 12000, baseline samples 90000]",
 		},
@@ -87,7 +87,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "above relative ceiling only",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(19.5), Baseline: f(15), CanarySamples: f(12000), BaselineSamples: f(90000)},
-			wantPhase:     PhaseFailed,
+			wantVerdict:   VerdictFail,
 			wantThreshold: f(17.5),
 			wantMessage:   "canary 19.5 > baseline 15 x 1.1 + 1 = 17.5 [canary samples 12000, baseline samples 90000]",
 		},
@@ -95,7 +95,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "above both",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(27), Baseline: f(18), CanarySamples: f(12000), BaselineSamples: f(90000)},
-			wantPhase:     PhaseFailed,
+			wantVerdict:   VerdictFail,
 			wantThreshold: f(20),
 			wantMessage:   "canary 27 > maxValue 20; canary 27 > baseline 18 x 1.1 + 1 = 20.8 [canary samples 12000, baseline samples 90000]",
 		},
@@ -103,7 +103,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "equal to threshold passes",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(20), CanarySamples: f(10000)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(20),
 			wantMessage:   "canary 20 <= maxValue 20; relative check skipped: no baseline value [canary samples 10000]",
 		},
@@ -111,28 +111,28 @@ func TestEvaluate(t *testing.T) {
 			name:        "too few canary samples",
 			spec:        v2Spec(),
 			in:          Measurement{Canary: f(30), Baseline: f(17), CanarySamples: f(42), BaselineSamples: f(90000)},
-			wantPhase:   PhaseInconclusive,
+			wantVerdict: VerdictInconclusive,
 			wantMessage: "too few canary samples: 42 < 10000",
 		},
 		{
 			name:        "no canary value",
 			spec:        v2Spec(),
 			in:          Measurement{Baseline: f(17), CanarySamples: f(20000), BaselineSamples: f(90000)},
-			wantPhase:   PhaseInconclusive,
+			wantVerdict: VerdictInconclusive,
 			wantMessage: "canary query returned no value",
 		},
 		{
 			name:        "no canary value without samplesQuery",
 			spec:        mod(func(s *v1alpha1.AnalysisSpec) { s.SamplesQuery = nil }),
 			in:          Measurement{},
-			wantPhase:   PhaseInconclusive,
+			wantVerdict: VerdictInconclusive,
 			wantMessage: "canary query returned no value",
 		},
 		{
 			name:          "baseline with too few samples: relative check skipped, not inconclusive",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(19.5), Baseline: f(10), CanarySamples: f(12000), BaselineSamples: f(500)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(20),
 			wantMessage:   "canary 19.5 <= maxValue 20; relative check skipped: too few baseline samples: 500 < 10000 (baseline 10) [canary samples 12000, baseline samples 500]",
 		},
@@ -140,7 +140,7 @@ func TestEvaluate(t *testing.T) {
 			name:        "only relative ceiling, no baseline: report-only success",
 			spec:        mod(func(s *v1alpha1.AnalysisSpec) { s.MaxValue = nil }),
 			in:          Measurement{Canary: f(50), CanarySamples: f(12000)},
-			wantPhase:   PhaseSuccessful,
+			wantVerdict: VerdictPass,
 			wantMessage: "canary 50 (report only: no ceiling applied); relative check skipped: no baseline value [canary samples 12000]",
 		},
 		{
@@ -149,7 +149,7 @@ func TestEvaluate(t *testing.T) {
 				s.MaxValue, s.MaxBaselineFactor, s.MaxBaselineOffset = nil, nil, nil
 			}),
 			in:          Measurement{Canary: f(500), Baseline: f(1), CanarySamples: f(12000), BaselineSamples: f(12000)},
-			wantPhase:   PhaseSuccessful,
+			wantVerdict: VerdictPass,
 			wantMessage: "canary 500 (report only: no ceiling applied) [canary samples 12000, baseline samples 12000]",
 		},
 		{
@@ -158,7 +158,7 @@ func TestEvaluate(t *testing.T) {
 				s.MaxValue, s.MaxBaselineFactor, s.MaxBaselineOffset = nil, nil, str("2")
 			}),
 			in:            Measurement{Canary: f(12.5), Baseline: f(10), CanarySamples: f(12000), BaselineSamples: f(12000)},
-			wantPhase:     PhaseFailed,
+			wantVerdict:   VerdictFail,
 			wantThreshold: f(12),
 			wantMessage:   "canary 12.5 > baseline 10 x 1 + 2 = 12 [canary samples 12000, baseline samples 12000]",
 		},
@@ -168,7 +168,7 @@ func TestEvaluate(t *testing.T) {
 				s.MaxValue, s.MaxBaselineFactor, s.MaxBaselineOffset = nil, str("1.5"), nil
 			}),
 			in:            Measurement{Canary: f(14.9), Baseline: f(10), CanarySamples: f(12000), BaselineSamples: f(12000)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(15),
 			wantMessage:   "canary 14.9 <= baseline 10 x 1.5 + 0 = 15 [canary samples 12000, baseline samples 12000]",
 		},
@@ -176,14 +176,14 @@ func TestEvaluate(t *testing.T) {
 			name:        "nil minSamples defaults to 100",
 			spec:        mod(func(s *v1alpha1.AnalysisSpec) { s.MinSamples = nil }),
 			in:          Measurement{Canary: f(10), CanarySamples: f(99)},
-			wantPhase:   PhaseInconclusive,
+			wantVerdict: VerdictInconclusive,
 			wantMessage: "too few canary samples: 99 < 100",
 		},
 		{
 			name:          "no samplesQuery: samples not checked",
 			spec:          mod(func(s *v1alpha1.AnalysisSpec) { s.SamplesQuery = nil }),
 			in:            Measurement{Canary: f(10), Baseline: f(10)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(12),
 			wantMessage:   "canary 10 <= maxValue 20; canary 10 <= baseline 10 x 1.1 + 1 = 12",
 		},
@@ -191,7 +191,7 @@ func TestEvaluate(t *testing.T) {
 			name:          "long fractions rounded in message",
 			spec:          v2Spec(),
 			in:            Measurement{Canary: f(17.123456789), Baseline: f(16.987654321), CanarySamples: f(12000), BaselineSamples: f(12000)},
-			wantPhase:     PhaseSuccessful,
+			wantVerdict:   VerdictPass,
 			wantThreshold: f(16.987654321*1.1 + 1),
 			wantMessage:   "canary 17.1235 <= maxValue 20; canary 17.1235 <= baseline 16.9877 x 1.1 + 1 = 19.6864 [canary samples 12000, baseline samples 12000]",
 		},
@@ -199,14 +199,14 @@ func TestEvaluate(t *testing.T) {
 			name:        "invalid maxValue",
 			spec:        mod(func(s *v1alpha1.AnalysisSpec) { s.MaxValue = str("20ms") }),
 			in:          Measurement{Canary: f(10), CanarySamples: f(12000)},
-			wantPhase:   PhaseError,
+			wantVerdict: VerdictError,
 			wantMessage: `invalid maxValue "20ms": want a decimal number`,
 		},
 		{
 			name:        "error measurement passes through",
 			spec:        v2Spec(),
-			in:          Measurement{Phase: PhaseError, Message: "loki query: HTTP 502: bad gateway"},
-			wantPhase:   PhaseError,
+			in:          Measurement{Verdict: VerdictError, Message: "loki query: HTTP 502: bad gateway"},
+			wantVerdict: VerdictError,
 			wantMessage: "loki query: HTTP 502: bad gateway",
 		},
 	}
@@ -214,8 +214,8 @@ func TestEvaluate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.At = at
 			got := Evaluate(tt.spec, tt.in)
-			if got.Phase != tt.wantPhase {
-				t.Errorf("Phase = %s, want %s (message %q)", got.Phase, tt.wantPhase, got.Message)
+			if got.Verdict != tt.wantVerdict {
+				t.Errorf("Verdict = %s, want %s (message %q)", got.Verdict, tt.wantVerdict, got.Message)
 			}
 			if got.Message != tt.wantMessage {
 				t.Errorf("Message\n got %q\nwant %q", got.Message, tt.wantMessage)
@@ -315,7 +315,7 @@ func TestMeasure(t *testing.T) {
 				t.Errorf("query at %v, want %v", a, at)
 			}
 		}
-		if m.Phase != PhaseFailed || *m.Canary != 15 || *m.Baseline != 10 || *m.CanarySamples != 500 || *m.BaselineSamples != 800 || !floatPtrEqual(m.Threshold, f(11)) || !m.At.Equal(at) {
+		if m.Verdict != VerdictFail || *m.Canary != 15 || *m.Baseline != 10 || *m.CanarySamples != 500 || *m.BaselineSamples != 800 || !floatPtrEqual(m.Threshold, f(11)) || !m.At.Equal(at) {
 			t.Fatalf("got %+v", m)
 		}
 		if want := "canary 15 > baseline 10 x 1.1 + 0 = 11 [canary samples 500, baseline samples 800]"; m.Message != want {
@@ -328,7 +328,7 @@ func TestMeasure(t *testing.T) {
 		if len(q.asked) != 2 {
 			t.Fatalf("asked %q, want only the canary queries", q.asked)
 		}
-		if m.Phase != PhaseSuccessful || m.Baseline != nil || m.BaselineSamples != nil || *m.Threshold != 20 {
+		if m.Verdict != VerdictPass || m.Baseline != nil || m.BaselineSamples != nil || *m.Threshold != 20 {
 			t.Fatalf("got %+v", m)
 		}
 		if want := "canary 15 <= maxValue 20; relative check skipped: no baseline vehicles [canary samples 500]"; m.Message != want {
@@ -338,7 +338,7 @@ func TestMeasure(t *testing.T) {
 	t.Run("empty samples result counts as zero", func(t *testing.T) {
 		q := &fakeQuerier{answers: map[string]float64{bq: 10, bs: 800}}
 		m := Measure(context.Background(), q, "xl", spec, canary, baseline, at)
-		if m.Phase != PhaseInconclusive || m.Canary != nil || m.CanarySamples == nil || *m.CanarySamples != 0 {
+		if m.Verdict != VerdictInconclusive || m.Canary != nil || m.CanarySamples == nil || *m.CanarySamples != 0 {
 			t.Fatalf("got %+v", m)
 		}
 		if m.Message != "too few canary samples: 0 < 100" {
@@ -348,7 +348,7 @@ func TestMeasure(t *testing.T) {
 	t.Run("baseline query error", func(t *testing.T) {
 		q := &fakeQuerier{answers: map[string]float64{cq: 15, cs: 500}, errs: map[string]error{bq: errors.New("prometheus query: HTTP 503: timeout: query timed out")}}
 		m := Measure(context.Background(), q, "xl", spec, canary, baseline, at)
-		if m.Phase != PhaseError || m.Message != "baseline query: prometheus query: HTTP 503: timeout: query timed out" || m.Canary != nil || !m.At.Equal(at) {
+		if m.Verdict != VerdictError || m.Message != "baseline query: prometheus query: HTTP 503: timeout: query timed out" || m.Canary != nil || !m.At.Equal(at) {
 			t.Fatalf("got %+v", m)
 		}
 	})
@@ -358,8 +358,8 @@ func TestMeasure(t *testing.T) {
 		q := &fakeQuerier{answers: map[string]float64{cq: 15}}
 		m := Measure(context.Background(), q, "xl", &s, canary, baseline, at)
 		want := `canary samplesQuery: rendering query template: template: query:1:9: executing "query" at <.Nope>: can't evaluate field Nope in type analysis.TemplateData`
-		if m.Phase != PhaseError || m.Message != want {
-			t.Fatalf("got %q %q", m.Phase, m.Message)
+		if m.Verdict != VerdictError || m.Message != want {
+			t.Fatalf("got %q %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("no samplesQuery", func(t *testing.T) {
@@ -367,7 +367,7 @@ func TestMeasure(t *testing.T) {
 		s.SamplesQuery = nil
 		q := &fakeQuerier{answers: map[string]float64{cq: 15, bq: 14}}
 		m := Measure(context.Background(), q, "xl", &s, canary, baseline, at)
-		if len(q.asked) != 2 || m.Phase != PhaseSuccessful || m.CanarySamples != nil || m.BaselineSamples != nil || !floatPtrEqual(m.Threshold, f(15.4)) {
+		if len(q.asked) != 2 || m.Verdict != VerdictPass || m.CanarySamples != nil || m.BaselineSamples != nil || !floatPtrEqual(m.Threshold, f(15.4)) {
 			t.Fatalf("asked %q got %+v", q.asked, m)
 		}
 	})

@@ -156,8 +156,8 @@ func TestLokiIntegration(t *testing.T) {
 		wantCanary := promQuantile(0.9999, pushed["r2"])
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-002"}, Revision: "r2"}, baseline, at)
 		t.Logf("measurement: %s (want canary %.3f, baseline %.3f)", describe(m), wantCanary, wantBaseline)
-		if m.Phase != PhaseFailed {
-			t.Fatalf("phase %s (%s), want Failed", m.Phase, m.Message)
+		if m.Verdict != VerdictFail {
+			t.Fatalf("verdict %s (%s), want Fail", m.Verdict, m.Message)
 		}
 		if !within(m.Canary, wantCanary, 0.05) {
 			t.Errorf("canary p99.99 = %s, want %.3f ±5%%", fmtPtr(m.Canary), wantCanary)
@@ -186,8 +186,8 @@ func TestLokiIntegration(t *testing.T) {
 		wantCanary := promQuantile(0.9999, pushed["r3"])
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-002"}, Revision: "r3"}, baseline, at)
 		t.Logf("measurement: %s (want canary %.3f)", describe(m), wantCanary)
-		if m.Phase != PhaseSuccessful {
-			t.Fatalf("phase %s (%s), want Successful", m.Phase, m.Message)
+		if m.Verdict != VerdictPass {
+			t.Fatalf("verdict %s (%s), want Pass", m.Verdict, m.Message)
 		}
 		if !within(m.Canary, wantCanary, 0.05) {
 			t.Errorf("canary p99.99 = %s, want %.3f ±5%%", fmtPtr(m.Canary), wantCanary)
@@ -198,8 +198,8 @@ func TestLokiIntegration(t *testing.T) {
 	})
 	t.Run("sample's minSamples above the count is inconclusive", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", sample, Cohort{Vehicles: []string{"av-001", "av-002"}, Revision: "r2"}, baseline, at)
-		if m.Phase != PhaseInconclusive || m.Message != "too few canary samples: 2000 < 10000" {
-			t.Fatalf("got %s %q, want Inconclusive too few canary samples: 2000 < 10000", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive || m.Message != "too few canary samples: 2000 < 10000" {
+			t.Fatalf("got %s %q, want Inconclusive too few canary samples: 2000 < 10000", m.Verdict, m.Message)
 		}
 	})
 	t.Run("one vehicle only", func(t *testing.T) {
@@ -210,8 +210,8 @@ func TestLokiIntegration(t *testing.T) {
 	})
 	t.Run("unknown revision has no samples", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001"}, Revision: "nope"}, baseline, at)
-		if m.Phase != PhaseInconclusive || m.Message != "too few canary samples: 0 < 1000" {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive || m.Message != "too few canary samples: 0 < 1000" {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("log query is an error", func(t *testing.T) {
@@ -223,8 +223,8 @@ func TestLokiIntegration(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 		m := Measure(ctx, q, "xavier-lan", &v1alpha1.AnalysisSpec{Name: "lines", Query: `{vehicle=~"{{ .Vehicles }}"}`}, baseline, Cohort{}, at)
-		if m.Phase != PhaseError || !strings.HasPrefix(m.Message, "canary query: loki query: HTTP 400: ") {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictError || !strings.HasPrefix(m.Message, "canary query: loki query: HTTP 400: ") {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("parse error carries Loki's message", func(t *testing.T) {
@@ -290,8 +290,8 @@ func TestPrometheusIntegration(t *testing.T) {
 	t.Run("gauge: regressed canary fails", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan-v1", gaugeSpec, canary, baseline, time.Now())
 		t.Logf("measurement: %s", describe(m))
-		if m.Phase != PhaseFailed || *m.Canary != 31 || *m.Baseline != 21 || !floatPtrEqual(m.Threshold, f(24.1)) {
-			t.Fatalf("got %s %q canary %s baseline %s threshold %s", m.Phase, m.Message, fmtPtr(m.Canary), fmtPtr(m.Baseline), fmtPtr(m.Threshold))
+		if m.Verdict != VerdictFail || *m.Canary != 31 || *m.Baseline != 21 || !floatPtrEqual(m.Threshold, f(24.1)) {
+			t.Fatalf("got %s %q canary %s baseline %s threshold %s", m.Verdict, m.Message, fmtPtr(m.Canary), fmtPtr(m.Baseline), fmtPtr(m.Threshold))
 		}
 		if want := "canary 31 > baseline 21 x 1.1 + 1 = 24.1"; !strings.HasPrefix(m.Message, want) {
 			t.Fatalf("message %q, want prefix %q", m.Message, want)
@@ -299,8 +299,8 @@ func TestPrometheusIntegration(t *testing.T) {
 	})
 	t.Run("gauge: healthy canary succeeds", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan-v1", gaugeSpec, healthy, baseline, time.Now())
-		if m.Phase != PhaseSuccessful || *m.Canary != 21 || !floatPtrEqual(m.Threshold, f(24.1)) {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictPass || *m.Canary != 21 || !floatPtrEqual(m.Threshold, f(24.1)) {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("gauge: dotted vehicle name is matched literally", func(t *testing.T) {
@@ -317,30 +317,30 @@ func TestPrometheusIntegration(t *testing.T) {
 		s := gaugeSpec.DeepCopy()
 		s.MaxValue = ptrString("30")
 		m := Measure(ctx, q, "xavier-lan-v1", s, canary, Cohort{}, time.Now())
-		if m.Phase != PhaseFailed || !strings.HasPrefix(m.Message, "canary 31 > maxValue 30; relative check skipped: no baseline vehicles") {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictFail || !strings.HasPrefix(m.Message, "canary 31 > maxValue 30; relative check skipped: no baseline vehicles") {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("gauge: too few samples", func(t *testing.T) {
 		s := gaugeSpec.DeepCopy()
 		s.MinSamples = ptrInt64(1000000)
 		m := Measure(ctx, q, "xavier-lan-v1", s, canary, baseline, time.Now())
-		if m.Phase != PhaseInconclusive || !strings.HasPrefix(m.Message, "too few canary samples: ") {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive || !strings.HasPrefix(m.Message, "too few canary samples: ") {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("gauge: NaN is no value", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan-v1", gaugeSpec, Cohort{Vehicles: []string{"av-001"}, Revision: "r9"}, baseline, time.Now())
-		if m.Phase != PhaseInconclusive || m.Message != "canary query returned no value" {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive || m.Message != "canary query returned no value" {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 	t.Run("bad query is an error measurement", func(t *testing.T) {
 		s := gaugeSpec.DeepCopy()
 		s.Query = `max(nettune_test_latency_ms{vehicle=~"{{ .Vehicles }}"}`
 		m := Measure(ctx, q, "xavier-lan-v1", s, canary, baseline, time.Now())
-		if m.Phase != PhaseError || !strings.HasPrefix(m.Message, "canary query: prometheus query: HTTP 400: bad_data: ") {
-			t.Fatalf("got %s %q", m.Phase, m.Message)
+		if m.Verdict != VerdictError || !strings.HasPrefix(m.Message, "canary query: prometheus query: HTTP 400: bad_data: ") {
+			t.Fatalf("got %s %q", m.Verdict, m.Message)
 		}
 	})
 
@@ -350,8 +350,8 @@ func TestPrometheusIntegration(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan-v1", v1, canary, baseline, time.Now())
 		t.Logf("measurement: %s", describe(m))
 		// histogram_quantile interpolates inside the bucket: 15 + 0.99*5 ms.
-		if m.Phase != PhaseFailed || !within(m.Canary, 19.95, 1e-6) || !within(m.Baseline, 9.95, 1e-6) {
-			t.Fatalf("got %s %q canary %s baseline %s", m.Phase, m.Message, fmtPtr(m.Canary), fmtPtr(m.Baseline))
+		if m.Verdict != VerdictFail || !within(m.Canary, 19.95, 1e-6) || !within(m.Baseline, 9.95, 1e-6) {
+			t.Fatalf("got %s %q canary %s baseline %s", m.Verdict, m.Message, fmtPtr(m.Canary), fmtPtr(m.Baseline))
 		}
 		if !within(m.Threshold, 9.95*1.1+1, 1e-6) || *m.CanarySamples < 100 || *m.BaselineSamples < 100 {
 			t.Fatalf("threshold %s samples %s/%s", fmtPtr(m.Threshold), fmtPtr(m.CanarySamples), fmtPtr(m.BaselineSamples))
@@ -363,8 +363,8 @@ func TestPrometheusIntegration(t *testing.T) {
 	})
 	t.Run("v1 sample: healthy canary succeeds", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan-v1", v1, Cohort{Vehicles: []string{"av-001"}, Revision: "r3"}, baseline, time.Now())
-		if m.Phase != PhaseSuccessful || !within(m.Canary, 9.95, 1e-6) {
-			t.Fatalf("got %s %q canary %s", m.Phase, m.Message, fmtPtr(m.Canary))
+		if m.Verdict != VerdictPass || !within(m.Canary, 9.95, 1e-6) {
+			t.Fatalf("got %s %q canary %s", m.Verdict, m.Message, fmtPtr(m.Canary))
 		}
 	})
 }
@@ -373,6 +373,6 @@ func ptrString(s string) *string { return &s }
 func ptrInt64(v int64) *int64    { return &v }
 
 func describe(m Measurement) string {
-	return fmt.Sprintf("%s canary=%s baseline=%s samples=%s/%s threshold=%s: %s", m.Phase,
+	return fmt.Sprintf("%s canary=%s baseline=%s samples=%s/%s threshold=%s: %s", m.Verdict,
 		fmtPtr(m.Canary), fmtPtr(m.Baseline), fmtPtr(m.CanarySamples), fmtPtr(m.BaselineSamples), fmtPtr(m.Threshold), m.Message)
 }

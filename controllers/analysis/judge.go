@@ -23,22 +23,6 @@ import (
 	"strings"
 )
 
-// Verdict is the judge's decision.
-type Verdict string
-
-// The three verdicts of the judge.
-const (
-	// VerdictPass means the canary is, with the confidence asked, no worse
-	// than the baseline by more than the tolerated increase.
-	VerdictPass Verdict = "Pass"
-	// VerdictFail means the canary is, with the confidence asked, worse than
-	// the baseline by more than the tolerated increase.
-	VerdictFail Verdict = "Fail"
-	// VerdictInconclusive means the evidence supports neither a Pass nor a
-	// Fail, or there are too few samples to decide.
-	VerdictInconclusive Verdict = "Inconclusive"
-)
-
 // Counts are the messages of one cohort on one host pair: Slow is how many
 // were slower than the latency threshold, out of Total. They are floats
 // because Prometheus' increase() extrapolates; the judge rounds them to the

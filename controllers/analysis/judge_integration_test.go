@@ -123,9 +123,9 @@ func TestJudgeLokiIntegration(t *testing.T) {
 
 	t.Run("bad canary fails on a busy pair, counts exact", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
-		t.Logf("measurement: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseFailed || m.Judge == nil || m.Judge.Verdict != VerdictFail {
-			t.Fatalf("phase %s: %s, want Failed", m.Phase, m.Message)
+		t.Logf("measurement: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictFail || m.Judge == nil || m.Judge.Verdict != VerdictFail {
+			t.Fatalf("verdict %s: %s, want Fail", m.Verdict, m.Message)
 		}
 		d := m.Judge.Pairs[0]
 		if !strings.HasPrefix(d.Pair, "host=xavier-") || !strings.HasSuffix(d.Pair, ",peer=xavier-a") {
@@ -153,22 +153,22 @@ func TestJudgeLokiIntegration(t *testing.T) {
 	})
 	t.Run("two canary vehicles: a Fail needs the effect in each", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-007"}, Revision: "bad"}, baseline, at)
-		t.Logf("one hurt, one healthy: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "rank test does not confirm on av-007") {
-			t.Errorf("phase %s: %s, want Inconclusive, av-007 not confirming", m.Phase, m.Message)
+		t.Logf("one hurt, one healthy: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "rank test does not confirm on av-007") {
+			t.Errorf("verdict %s: %s, want Inconclusive, av-007 not confirming", m.Verdict, m.Message)
 		}
 		m = Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001", "av-008"}, Revision: "bad"}, baseline, at)
-		t.Logf("both hurt: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseFailed || m.Judge.Pairs[0].CanarySlow != 120 || m.Judge.Pairs[0].CanaryTotal != 6000 ||
+		t.Logf("both hurt: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictFail || m.Judge.Pairs[0].CanarySlow != 120 || m.Judge.Pairs[0].CanaryTotal != 6000 ||
 			!strings.Contains(m.Judge.Pairs[0].Reason, "in each of 2 canary vehicles") {
-			t.Errorf("phase %s: %s, want Failed on 120/6000 confirmed in each vehicle", m.Phase, m.Message)
+			t.Errorf("verdict %s: %s, want Fail on 120/6000 confirmed in each vehicle", m.Verdict, m.Message)
 		}
 	})
 	t.Run("good canary passes", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-005"}, Revision: "good"}, baseline, at)
-		t.Logf("measurement: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseSuccessful || len(m.Judge.Pairs) != 3 {
-			t.Fatalf("phase %s: %s, want Successful on 3 pairs", m.Phase, m.Message)
+		t.Logf("measurement: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictPass || len(m.Judge.Pairs) != 3 {
+			t.Fatalf("verdict %s: %s, want Pass on 3 pairs", m.Verdict, m.Message)
 		}
 		for _, p := range m.Judge.Pairs {
 			if p.CanaryTotal != 3000 || p.BaselineTotal != 9000 || p.CanarySlow != 0 {
@@ -178,22 +178,22 @@ func TestJudgeLokiIntegration(t *testing.T) {
 	})
 	t.Run("too few canary messages is inconclusive", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-006"}, Revision: "young"}, baseline, at)
-		if m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "too few samples") {
-			t.Fatalf("phase %s: %s, want Inconclusive (too few samples)", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "too few samples") {
+			t.Fatalf("verdict %s: %s, want Inconclusive (too few samples)", m.Verdict, m.Message)
 		}
 	})
 	t.Run("no baseline vehicles is inconclusive", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, Cohort{}, at)
-		if m.Phase != PhaseInconclusive {
-			t.Fatalf("phase %s: %s, want Inconclusive", m.Phase, m.Message)
+		if m.Verdict != VerdictInconclusive {
+			t.Fatalf("verdict %s: %s, want Inconclusive", m.Verdict, m.Message)
 		}
 	})
 	t.Run("a broken query is an error naming the cohort and query", func(t *testing.T) {
 		broken := spec.DeepCopy()
 		broken.Judge.SlowQuery = `sum by (host, peer) (count_over_time({job=nettune-probe}[{{ .Window }}]))`
 		m := Measure(ctx, q, "xavier-lan", broken, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
-		if m.Phase != PhaseError || !strings.HasPrefix(m.Message, "canary slowQuery: loki query: HTTP 400") {
-			t.Fatalf("phase %s: %q", m.Phase, m.Message)
+		if m.Verdict != VerdictError || !strings.HasPrefix(m.Message, "canary slowQuery: loki query: HTTP 400") {
+			t.Fatalf("verdict %s: %q", m.Verdict, m.Message)
 		}
 	})
 }
@@ -251,9 +251,9 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 
 	t.Run("bad canary fails", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
-		t.Logf("measurement: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseFailed || len(m.Judge.Pairs) != 2 {
-			t.Fatalf("phase %s: %s, want Failed on 2 pairs", m.Phase, m.Message)
+		t.Logf("measurement: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictFail || len(m.Judge.Pairs) != 2 {
+			t.Fatalf("verdict %s: %s, want Fail on 2 pairs", m.Verdict, m.Message)
 		}
 		for _, p := range m.Judge.Pairs {
 			// increase() extrapolates to the window's edges: about 1500
@@ -269,9 +269,9 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 	})
 	t.Run("good canary passes", func(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", spec, Cohort{Vehicles: []string{"av-002"}, Revision: "good"}, baseline, at)
-		t.Logf("measurement: %s %s", m.Phase, m.Message)
-		if m.Phase != PhaseSuccessful {
-			t.Fatalf("phase %s: %s, want Successful", m.Phase, m.Message)
+		t.Logf("measurement: %s %s", m.Verdict, m.Message)
+		if m.Verdict != VerdictPass {
+			t.Fatalf("verdict %s: %s, want Pass", m.Verdict, m.Message)
 		}
 	})
 	t.Run("the threshold must be a bucket bound", func(t *testing.T) {
@@ -280,8 +280,8 @@ func TestJudgePrometheusIntegration(t *testing.T) {
 		m := Measure(ctx, q, "xavier-lan", off, Cohort{Vehicles: []string{"av-001"}, Revision: "bad"}, baseline, at)
 		// No bucket le="0.021": the subtraction would match nothing and no
 		// message would ever be slow; refused instead of passing.
-		if m.Phase != PhaseError || !strings.Contains(m.Message, "judge.threshold 21ms is not a bucket bound") {
-			t.Fatalf("phase %s: %s, want Error naming the threshold", m.Phase, m.Message)
+		if m.Verdict != VerdictError || !strings.Contains(m.Message, "judge.threshold 21ms is not a bucket bound") {
+			t.Fatalf("verdict %s: %s, want Error naming the threshold", m.Verdict, m.Message)
 		}
 	})
 }

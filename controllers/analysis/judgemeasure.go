@@ -105,8 +105,8 @@ func judgeThreshold(j *v1alpha1.JudgeSpec) time.Duration {
 // over the window shortened to start one step after canary.Since (when
 // set; until one step of messages is in, the measurement is Inconclusive),
 // matches their series by labels (one per host pair), and decides with
-// Judge. Pass is PhaseSuccessful, Fail PhaseFailed, Inconclusive
-// PhaseInconclusive; a template or query error is PhaseError. Canary and
+// Judge: the measurement's verdict is the judge's; a template or query error
+// is VerdictError (VerdictUnavailable when the backend refused). Canary and
 // Baseline are the deciding pair's slow shares in percent, Threshold the
 // baseline's share times maxRatio plus maxIncrease (percent), CanarySamples and
 // BaselineSamples the deciding pair's message counts.
@@ -117,7 +117,7 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 	}
 	if len(baseline.Vehicles) == 0 {
 		r := JudgeResult{Verdict: VerdictInconclusive, Message: "no baseline vehicles to compare the canary with"}
-		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}
+		return Measurement{Verdict: r.Verdict, At: at, Message: r.Message, Judge: &r}
 	}
 	vq, ok := q.(VectorQuerier)
 	if !ok {
@@ -128,7 +128,7 @@ func MeasureJudge(ctx context.Context, q Querier, profile string, spec *v1alpha1
 	window, err := judgeWindow(spec.GetWindow(), step, canary.Since, at)
 	if err != nil {
 		r := JudgeResult{Verdict: VerdictInconclusive, Message: err.Error()}
-		return Measurement{Phase: PhaseInconclusive, At: at, Message: r.Message, Judge: &r}
+		return Measurement{Verdict: r.Verdict, At: at, Message: r.Message, Judge: &r}
 	}
 	extra := func(d *TemplateData) error {
 		threshold := judgeThreshold(j)
@@ -275,15 +275,7 @@ func pairName(key string) string {
 }
 
 func judgeMeasurement(at time.Time, cfg JudgeConfig, res JudgeResult) Measurement {
-	m := Measurement{At: at, Message: res.Message, Judge: &res}
-	switch res.Verdict {
-	case VerdictPass:
-		m.Phase = PhaseSuccessful
-	case VerdictFail:
-		m.Phase = PhaseFailed
-	default:
-		m.Phase = PhaseInconclusive
-	}
+	m := Measurement{Verdict: res.Verdict, At: at, Message: res.Message, Judge: &res}
 	if len(res.Pairs) > 0 {
 		d := res.Pairs[0]
 		m.Canary = ptr(100 * d.CanaryShare)
@@ -298,9 +290,10 @@ func judgeMeasurement(at time.Time, cfg JudgeConfig, res JudgeResult) Measuremen
 // maxPairs is the MaxItems of AnalysisResult.Pairs.
 const maxPairs = 32
 
-// judgeFields copies a judge's verdict into an AnalysisResult.
-func judgeFields(r *v1alpha1.AnalysisResult, res *JudgeResult) {
-	r.Verdict = string(res.Verdict)
+// judgeFields copies a judge's measurement into an AnalysisResult: its
+// verdict v, and the judge's evidence and verdict on every pair.
+func judgeFields(r *v1alpha1.AnalysisResult, v Verdict, res *JudgeResult) {
+	r.Verdict = string(v)
 	r.Pair, r.Effect, r.Probability = "", "", ""
 	r.CanarySamples, r.BaselineSamples = nil, nil
 	r.Confidence = ""

@@ -205,9 +205,9 @@ func TestGuardOnAbsentCounterIsNeverAPass(t *testing.T) {
 		for i := range 3 {
 			m := Measure(ctx, q, "xavier-lan", spec, canary, baseline, at.Add(time.Duration(i)*time.Second))
 			t.Logf("measurement %d: %s", i, describe(m))
-			if m.Phase != PhaseInconclusive || m.Judge == nil || m.Judge.Verdict != VerdictInconclusive ||
+			if m.Verdict != VerdictInconclusive || m.Judge == nil || m.Judge.Verdict != VerdictInconclusive ||
 				!strings.Contains(m.Message, "tcpi_total_rto not provided by kernel 5.10.0-32-arm64 on av-001") {
-				t.Fatalf("phase %s: %q, want Inconclusive naming tcpi_total_rto, the kernel and av-001", m.Phase, m.Message)
+				t.Fatalf("verdict %s: %q, want Inconclusive naming tcpi_total_rto, the kernel and av-001", m.Verdict, m.Message)
 			}
 			res = Accumulate(res, m, spec)
 		}
@@ -219,8 +219,8 @@ func TestGuardOnAbsentCounterIsNeverAPass(t *testing.T) {
 		canary := Cohort{Vehicles: []string{"av-002"}, Revision: "canary", Kernels: kernels}
 		m := Measure(ctx, q, "xavier-lan", spec, canary, baseline, at)
 		t.Logf("measurement: %s", describe(m))
-		if m.Phase != PhaseSuccessful || m.Judge == nil || len(m.Judge.Pairs) != 2 {
-			t.Fatalf("phase %s: %q, want Successful on 2 pairs", m.Phase, m.Message)
+		if m.Verdict != VerdictPass || m.Judge == nil || len(m.Judge.Pairs) != 2 {
+			t.Fatalf("verdict %s: %q, want Pass on 2 pairs", m.Verdict, m.Message)
 		}
 		if !strings.Contains(m.Message, "baseline without tcpi_total_rto not provided by kernel 5.10.0-32-arm64 on av-005") {
 			t.Errorf("message %q does not say av-005 was left out", m.Message)
@@ -392,15 +392,15 @@ func TestNodeFallbackOnPrometheus(t *testing.T) {
 	baseline := Cohort{Vehicles: []string{"av-002"}, Kernels: kernelsOf(kernel510, "av-002")}
 
 	m := Measure(context.Background(), q, "p", spec, canary, baseline, time.Now())
-	t.Logf("with the fallback: %s %s", m.Phase, m.Message)
-	if m.Phase != PhaseFailed || !strings.HasPrefix(m.Message, "per node, not per pair, on 4.9 (tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
-		t.Fatalf("with the fallback: %s %q, want Failed per node on 4.9", m.Phase, m.Message)
+	t.Logf("with the fallback: %s %s", m.Verdict, m.Message)
+	if m.Verdict != VerdictFail || !strings.HasPrefix(m.Message, "per node, not per pair, on 4.9 (tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
+		t.Fatalf("with the fallback: %s %q, want Fail per node on 4.9", m.Verdict, m.Message)
 	}
 
 	primary := spec.DeepCopy()
 	primary.Judge.NodeFallback = nil
-	if m := Measure(context.Background(), q, "p", primary, canary, baseline, time.Now()); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
-		t.Fatalf("without the fallback: %s %q, want Inconclusive naming the counter, kernel and vehicle", m.Phase, m.Message)
+	if m := Measure(context.Background(), q, "p", primary, canary, baseline, time.Now()); m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "tcpi_dsack_dups not provided by kernel 4.9.253-tegra on av-001") {
+		t.Fatalf("without the fallback: %s %q, want Inconclusive naming the counter, kernel and vehicle", m.Verdict, m.Message)
 	}
 
 	bare := kernel49.DeepCopy()
@@ -410,7 +410,7 @@ func TestNodeFallbackOnPrometheus(t *testing.T) {
 	// A kernel reported without node counters is not checked for them (an
 	// older agent): report them as known-absent with one other counter.
 	bare.NodeCounters = []v1alpha1.NodeCounter{{Name: v1alpha1.NodeCounterTimeouts}}
-	if m := Measure(context.Background(), q, "p", spec, noNode, baseline, time.Now()); m.Phase != PhaseInconclusive || !strings.Contains(m.Message, "TcpExt TCPDSACKRecv not provided by kernel 4.9.140-custom on av-001") {
-		t.Fatalf("a fallback the kernel cannot give: %s %q, want Inconclusive naming the node counter, kernel and vehicle", m.Phase, m.Message)
+	if m := Measure(context.Background(), q, "p", spec, noNode, baseline, time.Now()); m.Verdict != VerdictInconclusive || !strings.Contains(m.Message, "TcpExt TCPDSACKRecv not provided by kernel 4.9.140-custom on av-001") {
+		t.Fatalf("a fallback the kernel cannot give: %s %q, want Inconclusive naming the node counter, kernel and vehicle", m.Verdict, m.Message)
 	}
 }

@@ -21,7 +21,8 @@ limitations under the License.
 // state (the experiment, its base profile, the nodes, the arms' profiles,
 // the time) what happens next (the status, the arms' profiles to create or
 // delete, the events, a measurement due, when to look again; Conclude after
-// a measurement). Its Reconciler gathers, calls Plan, measures and applies:
+// a measurement). Its Reconciler gathers, calls Plan, measures (with
+// measure.Take, as a rollout round does) and applies:
 // it creates and deletes the arms' NetTuningProfiles and writes the
 // experiment's status; it never writes a NodeNetTuning nor a profile's
 // status (the profile reconciler rolls the arms out).

@@ -40,6 +40,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/eventlog"
+	"github.com/nettune/nettune/controllers/internal/measure"
 	"github.com/nettune/nettune/controllers/internal/retry"
 	"github.com/nettune/nettune/internal/text"
 )
@@ -223,7 +224,7 @@ func (r *Reconciler) step(ctx context.Context, exp *v1alpha1.NetTuningExperiment
 		taken := make([]analysis.Measurement, len(out.Measure.Due))
 		for i, d := range out.Measure.Due {
 			d.Canary.Kernels, d.Baseline.Kernels = kernels(d.Canary.Vehicles), kernels(d.Baseline.Vehicles)
-			taken[i] = r.measureOne(ctx, d.Profile, d.Spec, d.Canary, d.Baseline, in.Now)
+			taken[i] = measure.Take(ctx, r.Backends, "its address", d.Profile, d.Spec, d.Canary, d.Baseline, in.Now)
 		}
 		out = Conclude(in, out, taken)
 	}
@@ -396,17 +397,6 @@ func (r *Reconciler) kernels(ctx context.Context, vehicleLabel string) (func(veh
 		}
 		return out
 	}, nil
-}
-
-// measureOne takes one measurement (within 30 seconds).
-func (r *Reconciler) measureOne(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline analysis.Cohort, now time.Time) analysis.Measurement {
-	q, err := r.Backends.QuerierFor(ctx, spec, "its address")
-	if err != nil {
-		return analysis.ErrorMeasurement(now, err)
-	}
-	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return analysis.Measure(qctx, q, profile, spec, canary, baseline, now)
 }
 
 func (r *Reconciler) event(exp *v1alpha1.NetTuningExperiment, typ, reason, action, msg string) {

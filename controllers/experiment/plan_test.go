@@ -390,7 +390,7 @@ func TestPlan(t *testing.T) {
 			in:       func() Input { return planRunning(planNow.Add(-time.Minute), v1alpha1.ArmMeasuring) },
 			measured: true,
 			taken: func(due []Due) []analysis.Measurement {
-				return []analysis.Measurement{{Phase: analysis.PhaseFailed, At: planNow, Message: "worse"}}
+				return []analysis.Measurement{{Verdict: analysis.VerdictFail, At: planNow, Message: "worse"}}
 			},
 			want: func(o Output) string {
 				a := o.Status.Arms[1]
@@ -409,7 +409,7 @@ func TestPlan(t *testing.T) {
 				j := &analysis.JudgeResult{Pairs: []analysis.PairResult{
 					{CanarySlow: 1, CanaryTotal: 100, BaselineSlow: 2, BaselineTotal: 200},
 					{CanarySlow: 3, CanaryTotal: 300, BaselineSlow: 4, BaselineTotal: 400}}}
-				return []analysis.Measurement{{Phase: analysis.PhaseInconclusive, At: planNow, Judge: j}}
+				return []analysis.Measurement{{Verdict: analysis.VerdictInconclusive, At: planNow, Judge: j}}
 			},
 			want: func(o Output) string {
 				c, ctl := o.Status.Arms[1].Cohorts[0], o.Status.Arms[0].Cohorts[0]
@@ -461,7 +461,7 @@ func TestPlan(t *testing.T) {
 				}
 				taken := make([]analysis.Measurement, len(out.Measure.Due))
 				for i := range taken {
-					taken[i] = analysis.Measurement{Phase: analysis.PhaseInconclusive, At: planNow}
+					taken[i] = analysis.Measurement{Verdict: analysis.VerdictInconclusive, At: planNow}
 				}
 				if tc.taken != nil {
 					taken = tc.taken(out.Measure.Due)

@@ -17,9 +17,12 @@ limitations under the License.
 // Package hub is the NetTuningProfile reconciler of a nettune hub on Open
 // Cluster Management (docs/hub.md). It gathers the vehicles of the managed
 // clusters a profile selects from the status feedback of one ManifestWork
-// per cluster, runs the same planner and judge as a cluster's controller
-// over all of them as one fleet, and applies the decision: one ManifestWork
-// per cluster carrying the profile's copy with the cluster's share of the
-// decision (spec.hubAssignment) and the revisions it names. Each cluster's
-// own controller and agents apply it as they apply any profile.
+// per cluster, runs the same rollout round as a cluster's controller
+// (controllers/internal/round: the planner and the judge) over all of them
+// as one fleet, and applies the decision: one ManifestWork per cluster
+// carrying the profile's copy with the cluster's share of the decision
+// (spec.hubAssignment) and the revisions it names, and the profile's
+// status as the planner computed it (status.clusters included), in one
+// patch. Each cluster's own controller and agents apply it as they apply
+// any profile.
 package hub

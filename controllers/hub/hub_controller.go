@@ -45,9 +45,9 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/eventlog"
-	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/internal/measure"
 	"github.com/nettune/nettune/controllers/internal/retry"
+	"github.com/nettune/nettune/controllers/internal/round"
 	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
 )
@@ -131,7 +131,7 @@ func (r *Reconciler) allProfiles(ctx context.Context, _ client.Object) []reconci
 	return out
 }
 
-// Reconcile runs one planning round for a hub profile over every vehicle of
+// Reconcile runs one rollout round for a hub profile over every vehicle of
 // its clusters, writes the ManifestWorks whose share changed, and patches
 // the profile's status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -155,13 +155,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	base := p.DeepCopy()
-	out, clusters, taken, err := r.plan(ctx, p)
+	out, taken, err := r.plan(ctx, p)
 	if err != nil {
 		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
 	}
 	p.Status = out.Status
-	p.Status.Clusters = clusters
 	if err := r.patchStatus(ctx, base, p); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -177,25 +176,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(p, nil, typ, e.Reason, "Rollout", "%s", e.Message)
 		eventlog.Rollout(r.EventLog, p, e, r.Now())
 	}
-	logger.V(1).Info("planned", "revision", p.Status.CurrentRevision, "phase", p.Status.Phase, "clusters", len(clusters), "requeueAfter", out.RequeueAfter)
+	logger.V(1).Info("planned", "revision", p.Status.CurrentRevision, "phase", p.Status.Phase, "clusters", len(p.Status.Clusters), "requeueAfter", out.RequeueAfter)
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
-// plan gathers the clusters and their vehicles, runs the planner (and the
-// judge when a step waits for it) and writes each cluster's ManifestWork.
-func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (planner.Output, []v1alpha1.ClusterStatus, []measure.Taken, error) {
+// plan runs one rollout round (round.Run) over the vehicles of the
+// clusters the profile selects, and writes each cluster's ManifestWork with
+// its share of the decision; the planner writes the whole status, the
+// clusters' summary included.
+func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (planner.Output, []measure.Taken, error) {
 	revs := revision.NewStore(r.Client, r.Namespace)
-	rev := revision.Name(p)
-	if err := revs.Ensure(ctx, p, rev, r.Scheme); err != nil {
-		return planner.Output{}, nil, nil, err
+	var (
+		clusters  []Cluster
+		clusterOf map[string]string
+		dup       []string
+		existing  map[string]*workv1.ManifestWork
+	)
+	rd := round.Round{
+		Revisions: revs, Scheme: r.Scheme, Backends: r.Backends,
+		Observe: func(ctx context.Context, in *planner.Input) (measure.Kernels, error) {
+			var err error
+			clusters, existing, err = r.observe(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
+			in.Vehicles, clusterOf, dup = Vehicles(clusters, in.Now)
+			in.Clusters = make([]planner.Cluster, 0, len(clusters))
+			for _, c := range clusters {
+				in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Reports: c.Reports})
+			}
+			return Kernels(in.Vehicles), nil
+		},
+		Apply: func(ctx context.Context, out planner.Output) error {
+			return r.placeAll(ctx, p, revs, out, clusters, clusterOf, existing)
+		},
 	}
+	res, err := rd.Run(ctx, p)
+	if err != nil {
+		return planner.Output{}, nil, err
+	}
+	if len(dup) > 0 {
+		res.Events = append(res.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
+			Message: "vehicles reported by more than one cluster, kept in the first: " + strings.Join(dup, ", ")})
+	}
+	return res.Output, res.Taken, nil
+}
+
+// observe reads the managed clusters the profile selects, each with the
+// profile's ManifestWork in it, and returns the profile's works by cluster
+// (those of clusters no longer selected included).
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile) ([]Cluster, map[string]*workv1.ManifestWork, error) {
 	selected, err := r.selectClusters(ctx, p)
 	if err != nil {
-		return planner.Output{}, nil, nil, err
+		return nil, nil, err
 	}
 	works := &workv1.ManifestWorkList{}
 	if err := r.List(ctx, works, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
-		return planner.Output{}, nil, nil, fmt.Errorf("list ManifestWorks: %w", err)
+		return nil, nil, fmt.Errorf("list ManifestWorks: %w", err)
 	}
 	existing := map[string]*workv1.ManifestWork{}
 	for i := range works.Items {
@@ -204,42 +242,25 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 			existing[w.Namespace] = w
 		}
 	}
-	now := r.Now()
 	clusters := make([]Cluster, 0, len(selected))
 	for _, mc := range selected {
 		clusters = append(clusters, Observe(mc, existing[mc.Name], p.Name))
 	}
-	vehicles, clusterOf, dup := Vehicles(clusters, now)
-	in := planner.Input{Now: now, Profile: p.Name, Revision: rev, Generation: p.Generation,
-		Rollout: p.Spec.Rollout, Status: p.Status, Vehicles: vehicles, Commands: fleetmodel.Commands(p)}
-	out := planner.Plan(in)
-	var taken []measure.Taken
-	if len(out.Measures) > 0 {
-		var results []v1alpha1.AnalysisResult
-		results, taken = measure.Due(ctx, r.Backends,
-			p.Name, out, now, Kernels(vehicles))
-		if len(results) > 0 {
-			in.Status, in.Results = out.Status, results
-			out = planner.Plan(in)
-		}
-	}
-	if len(dup) > 0 {
-		out.Events = append(out.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
-			Message: "vehicles reported by more than one cluster, kept in the first: " + strings.Join(dup, ", ")})
-	}
+	return clusters, existing, nil
+}
 
+// placeAll writes each selected cluster's ManifestWork with the cluster's
+// share of out's decision, and removes the profile's works from the
+// clusters no longer selected.
+func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile, revs *revision.Store, out planner.Output,
+	clusters []Cluster, clusterOf map[string]string, existing map[string]*workv1.ManifestWork) error {
+	rev := revision.Name(p)
 	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
 		if name == rev {
 			return revision.Content(p), nil
 		}
 		return revs.Read(ctx, name)
 	}
-	// The revisions the works name stay at the hub as long as they do.
-	keep := map[string]bool{rev: true}
-	for _, rv := range out.Status.Revisions {
-		keep[rv.Name] = true
-	}
-	status := make([]v1alpha1.ClusterStatus, len(clusters))
 	errs := make([]error, len(clusters))
 	// The works are written concurrently: each write waits for the API
 	// server's answer, and one after the other they held a reconcile (its
@@ -248,7 +269,6 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.workers())
 	for i, c := range clusters {
-		status[i] = clusterStatus(c, out.Assign)
 		share := Share(out.Assign, clusterOf, c.Name, out.Status.StableRevision)
 		w := existing[c.Name]
 		delete(existing, c.Name)
@@ -256,10 +276,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := r.place(ctx, p, c.Name, share, contents, w); err != nil {
-				errs[i] = err
-				status[i].Message = err.Error()
-			}
+			errs[i] = r.place(ctx, p, c.Name, share, contents, w)
 		}()
 	}
 	wg.Wait()
@@ -269,13 +286,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 			errs = append(errs, fmt.Errorf("remove the work from cluster %s: %w", ns, err))
 		}
 	}
-	if err := revs.Prune(ctx, p, keep); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return planner.Output{}, nil, nil, err
-	}
-	return out, status, taken, nil
+	return errors.Join(errs...)
 }
 
 // selectClusters lists the managed clusters the profile selects, by name.
@@ -330,21 +341,10 @@ func (r *Reconciler) place(ctx context.Context, p *v1alpha1.NetTuningProfile, cl
 	return nil
 }
 
-// clusterStatus summarizes one cluster for the hub profile's status.
-func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
-	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports))}
-	for _, rep := range c.Reports {
-		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
-			cs.Verified++
-		}
-	}
-	return cs
-}
-
-// patchStatus writes p's status when it differs from base's, with the
-// optimistic lock (as a cluster's profile reconciler does).
+// patchStatus writes p's status (the planner's, or planner.Stall's) when
+// it differs from base's, with the optimistic lock (as a cluster's profile
+// reconciler does).
 func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
-	p.Status.ObservedGeneration = p.Generation
 	if apiequality.Semantic.DeepEqual(base.Status, p.Status) {
 		return nil
 	}

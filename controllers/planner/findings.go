@@ -94,9 +94,12 @@ func boundedList(prefix string, items []string) string {
 	return msg
 }
 
-// Stall marks st Stalled and not Ready for reason: the controller could not
-// plan (reason ReconcileError, msg the error).
+// Stall marks st Stalled and not Ready for reason, observed at generation
+// gen: the controller could not plan (reason ReconcileError, msg the
+// error). It is the status of a reconcile without a plan; the rest of st
+// stays as the last plan wrote it.
 func Stall(st *v1alpha1.NetTuningProfileStatus, gen int64, reason, msg string, now time.Time) {
+	st.ObservedGeneration = gen
 	if len(msg) > maxConditionMessage {
 		msg = msg[:maxConditionMessage-3] + "..."
 	}

@@ -88,6 +88,51 @@ func (p *plan) follow() {
 	}
 }
 
+// Cluster is a managed cluster a hub's profile selects (Input.Clusters).
+type Cluster struct {
+	Name string
+	// Reachable: the ManagedCluster is Available.
+	Reachable bool
+	// Message says what the hub saw of the cluster and its work.
+	Message string
+	// Reports are its vehicles as its controller last reported them (the
+	// cluster's status.vehicleReport; nil before the first report).
+	Reports []v1alpha1.VehicleReport
+}
+
+// report writes what the status says besides the rollout itself:
+// observedGeneration (the profile's generation planned); at a hub,
+// status.clusters (every cluster selected: reachable, its vehicles, how
+// many of them verified the revision the plan assigns them); in a cluster,
+// status.vehicleReport (the vehicles as a copy following a hub reports them
+// to it, HubReports; empty for any other profile).
+func (p *plan) report() {
+	st := p.st()
+	st.ObservedGeneration = p.in.Generation
+	if p.in.Clusters != nil {
+		st.Clusters = make([]v1alpha1.ClusterStatus, len(p.in.Clusters))
+		for i, c := range p.in.Clusters {
+			st.Clusters[i] = clusterStatus(c, p.out.Assign)
+		}
+		return
+	}
+	st.VehicleReport = ""
+	if p.in.Hub != nil {
+		st.VehicleReport = v1alpha1.EncodeVehicleReports(HubReports(p.in.Vehicles, p.in.Now, p.in.Rollout))
+	}
+}
+
+// clusterStatus summarizes one cluster for a hub profile's status.
+func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports))}
+	for _, rep := range c.Reports {
+		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
+			cs.Verified++
+		}
+	}
+	return cs
+}
+
 // HubReports are the vehicles as a cluster reports them to its hub
 // (status.vehicleReport): what every vehicle is rendered with, whether it
 // verified or failed it, and since when it is Unreachable, judged with the

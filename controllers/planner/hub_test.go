@@ -78,6 +78,77 @@ func TestFollowHub(t *testing.T) {
 	}
 }
 
+// TestPlanWritesEveryStatusField: besides the rollout, the plan writes
+// observedGeneration; in a cluster, the vehicle report a copy following a
+// hub sends it (none for any other profile); at a hub, each cluster's
+// summary. Stall marks the generation it could not plan.
+func TestPlanWritesEveryStatusField(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	vs := []planner.Vehicle{
+		{Name: "av-1", Assigned: "p-r1", Verified: true, LastSeen: now, Counters: []string{"tcpi_total_rto"}},
+		{Name: "av-2", Assigned: "p-r1", Verified: true, LastSeen: now.Add(-time.Hour)},
+	}
+	stale := v1alpha1.NetTuningProfileStatus{ObservedGeneration: 2, VehicleReport: "stale"}
+
+	// A cluster's profile of its own: no report.
+	in := planner.Input{Now: now, Profile: "p", Revision: "p-r1", Generation: 3, Status: stale, Vehicles: vs}
+	st := planner.Plan(in).Status
+	if st.ObservedGeneration != 3 || st.VehicleReport != "" || st.Clusters != nil {
+		t.Errorf("a cluster's profile: observedGeneration %d, vehicleReport %q, clusters %v; want 3, none, none", st.ObservedGeneration, st.VehicleReport, st.Clusters)
+	}
+
+	// A copy following a hub reports its vehicles, judged with the hub's
+	// unreachableAfter.
+	in.Hub = &v1alpha1.HubAssignment{Stable: "p-r1"}
+	in.Rollout = in.Hub.Rollout()
+	want := v1alpha1.EncodeVehicleReports(planner.HubReports(vs, now, in.Rollout))
+	if st = planner.Plan(in).Status; st.VehicleReport != want || st.ObservedGeneration != 3 {
+		t.Errorf("a copy following a hub: vehicleReport %q, observedGeneration %d; want %q, 3", st.VehicleReport, st.ObservedGeneration, want)
+	}
+	rs, err := v1alpha1.ParseVehicleReports(st.VehicleReport)
+	if err != nil || len(rs) != 2 || len(rs[0].Counters) != 1 || rs[1].UnreachableSince.IsZero() {
+		t.Errorf("reports %+v (%v): want av-1 with its counter, av-2 Unreachable", rs, err)
+	}
+
+	// A hub summarizes its clusters: a vehicle counts verified on the
+	// revision the plan assigns it. The vehicle report is no hub's field.
+	hub := planner.Input{Now: now, Profile: "p", Revision: "p-r1", Generation: 5, Status: stale,
+		Vehicles: []planner.Vehicle{
+			{Name: "av-1", Group: "c1", Assigned: "p-r1", Verified: true, LastSeen: now},
+			{Name: "av-2", Group: "c1", Assigned: "p-r0", Verified: true, LastSeen: now},
+			{Name: "av-3", Group: "c2", Assigned: "p-r1", Mixed: true, LastSeen: now},
+		},
+		Clusters: []planner.Cluster{
+			{Name: "c1", Reachable: true, Reports: []v1alpha1.VehicleReport{
+				{Vehicle: "av-1", Revision: "p-r1", Verified: true}, {Vehicle: "av-2", Revision: "p-r0", Verified: true}}},
+			{Name: "c2", Message: "not Available yet", Reports: []v1alpha1.VehicleReport{{Vehicle: "av-3", Mixed: true}}},
+			{Name: "c3", Message: "waiting for the cluster's first vehicle report"},
+		}}
+	out := planner.Plan(hub)
+	st = out.Status
+	wantClusters := []v1alpha1.ClusterStatus{
+		{Name: "c1", Reachable: true, Vehicles: 2, Verified: 1},
+		{Name: "c2", Message: "not Available yet", Vehicles: 1},
+		{Name: "c3", Message: "waiting for the cluster's first vehicle report"},
+	}
+	if fmt.Sprint(st.Clusters) != fmt.Sprint(wantClusters) || out.Assign["av-2"] != "p-r1" {
+		t.Errorf("clusters %+v (av-2 assigned %q), want %+v", st.Clusters, out.Assign["av-2"], wantClusters)
+	}
+	if st.ObservedGeneration != 5 || st.VehicleReport != "stale" {
+		t.Errorf("a hub: observedGeneration %d, vehicleReport %q; want 5 and the report left as it was", st.ObservedGeneration, st.VehicleReport)
+	}
+	hub.Clusters = []planner.Cluster{}
+	if st = planner.Plan(hub).Status; st.Clusters == nil || len(st.Clusters) != 0 {
+		t.Errorf("a hub selecting no cluster: clusters %#v, want empty", st.Clusters)
+	}
+
+	st = stale
+	planner.Stall(&st, 6, "ReconcileError", "boom", now)
+	if st.ObservedGeneration != 6 || st.VehicleReport != "stale" {
+		t.Errorf("stalled: observedGeneration %d, vehicleReport %q; want 6 and the rest as it was", st.ObservedGeneration, st.VehicleReport)
+	}
+}
+
 // TestHubReports: what a cluster reports to its hub, with Unreachable
 // judged by the profile's unreachableAfter and stable while the vehicle is
 // silent.

@@ -19,14 +19,20 @@ limitations under the License.
 // no Kubernetes client, no clock of its own, no I/O. The controller gathers the
 // observed state (vehicles, their nodes' reports, analysis results, manual
 // commands, the node renderer's findings and the time) into an Input, calls
-// Plan, and carries out the Output. The planner is the only writer of the
-// profile's status: the controller writes Output.Status as it is (Stall
-// marks a reconcile that could not plan). Files by concern: canary.go
-// (the canary cohort and the rollout order), steps.go (the steps),
-// assignment.go (who gets which revision, budgets, reachability),
-// status.go (counts and conditions), findings.go (the renderer's
-// findings), revisions.go and history.go (status.revisions and
-// status.analysis).
+// Plan, and carries out the Output (controllers/internal/round is that
+// sequence, for a cluster's controller and a hub's alike). The planner is
+// the only writer of the profile's status, every field of it:
+// Output.Status is the whole status, observedGeneration, a cluster's
+// vehicleReport and a hub's clusters included, and the controller writes it
+// as it is, in one patch. Stall marks a reconcile that could not plan: the
+// Stalled and Ready conditions and observedGeneration, on the status last
+// written.
+// Files by concern: canary.go (the canary cohort and the rollout order),
+// steps.go (the steps), assignment.go (who gets which revision, budgets,
+// reachability), status.go (counts and conditions), findings.go (the
+// renderer's findings), revisions.go and history.go (status.revisions and
+// status.analysis), hub.go (following a hub, what a cluster reports to it,
+// a hub's clusters, observedGeneration).
 //
 // Rollout model:
 //
@@ -150,7 +156,8 @@ type Input struct {
 	// no requeue for that.
 	LivenessTimer bool
 	// Results are the analysis results measured since Status was planned
-	// (one per Measure taken), recorded in status.analysis before planning.
+	// (one per Measure taken, each with its measurement's verdict by
+	// analysis.Accumulate), recorded in status.analysis before planning.
 	Results []v1alpha1.AnalysisResult
 	// Render is what the node renderer found for the profile, written into
 	// the Conflict and RenderWarnings conditions; nil leaves them as they
@@ -159,6 +166,11 @@ type Input struct {
 	// Hub is the decision of a hub for this cluster's vehicles (the
 	// profile's spec.hubAssignment): followed instead of a rollout.
 	Hub *v1alpha1.HubAssignment
+	// Clusters are the managed clusters a hub's profile selects, as the
+	// hub observed them: set (non-nil, even with no cluster selected) for
+	// a hub's plan, which summarizes them in status.clusters; nil in a
+	// cluster.
+	Clusters []Cluster
 }
 
 // Event is something worth a Kubernetes event.
@@ -209,6 +221,7 @@ func Plan(in Input) Output {
 	if in.Render != nil {
 		renderConditions(p.st(), in.Generation, *in.Render, in.Now)
 	}
+	p.report()
 	return p.out
 }
 

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package profile is the NetTuningProfile reconciler. It gathers what the
-// planner needs (the profile, the fleet from the cache, the agents'
-// liveness, the node renderer's findings, the analyses' measurements),
-// runs the planner, and applies its decision: it writes the profile's
-// status (as the planner computed it), its revisions, and the events and
-// metrics the planner announces. It decides nothing itself, and never
-// writes a NodeNetTuning (the node renderer does).
+// Package profile is the NetTuningProfile reconciler. It runs one rollout
+// round per reconcile (controllers/internal/round: the profile's
+// revisions, the planner, the analyses' measurements) on what it observes
+// (the fleet from the cache, the agents' liveness, the node renderer's
+// findings, the vehicles' kernels), and applies the decision: it writes the
+// profile's status as the planner computed it, all of it, in one patch,
+// and announces the events and metrics of the round. It decides nothing
+// itself, and never writes a NodeNetTuning (the node renderer does).
 package profile

@@ -76,7 +76,7 @@ func recordMetrics(p *v1alpha1.NetTuningProfile) {
 }
 
 func recordMeasurement(profile string, spec *v1alpha1.AnalysisSpec, m analysis.Measurement) {
-	analysisMeasurements.WithLabelValues(profile, spec.Name, string(m.Phase)).Inc()
+	analysisMeasurements.WithLabelValues(profile, spec.Name, m.Verdict.Phase()).Inc()
 	for series, v := range map[string]*float64{"canary": m.Canary, "baseline": m.Baseline, "threshold": m.Threshold} {
 		if v != nil {
 			analysisValue.WithLabelValues(profile, spec.Name, series).Set(*v)

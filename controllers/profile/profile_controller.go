@@ -46,6 +46,7 @@ import (
 	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/controllers/internal/measure"
 	"github.com/nettune/nettune/controllers/internal/retry"
+	"github.com/nettune/nettune/controllers/internal/round"
 	"github.com/nettune/nettune/controllers/liveness"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/planner"
@@ -53,9 +54,10 @@ import (
 	"github.com/nettune/nettune/internal/maintenance"
 )
 
-// Reconciler rolls a NetTuningProfile out: it keeps its revisions,
-// asks the planner which vehicle gets which revision, runs the analyses the
-// planner asks for, and records the decision in status.assignments. It writes
+// Reconciler rolls a NetTuningProfile out, one round (round.Run) per
+// reconcile: it keeps its revisions, asks the planner which vehicle gets
+// which revision, runs the analyses the planner asks for, and writes the
+// status the planner returns (the decision in status.assignments). It writes
 // nothing but its own profile's status and revisions: the node renderer merges
 // every profile's assignments into the NodeNetTunings, so profiles are
 // reconciled concurrently.
@@ -128,7 +130,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// Reconcile runs one planning round for a profile and patches its status once.
+// Reconcile runs one rollout round for a profile and patches its status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	p := &v1alpha1.NetTuningProfile{}
@@ -204,11 +206,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
-// patchStatus writes p's status when it differs from base's, with the
-// optimistic lock: a status computed from an outdated profile is refused (and
-// the reconcile retried) rather than merged.
+// patchStatus writes p's status (the planner's, or planner.Stall's) when
+// it differs from base's, with the optimistic lock: a status computed from
+// an outdated profile is refused (and the reconcile retried) rather than
+// merged.
 func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTuningProfile) error {
-	p.Status.ObservedGeneration = p.Generation
 	if equalStatus(base.Status, p.Status) {
 		return nil
 	}
@@ -235,17 +237,41 @@ func (r *Reconciler) patchStatus(ctx context.Context, base, p *v1alpha1.NetTunin
 	return nil
 }
 
-// plan gathers the observed state (the fleet, the agents' liveness, the
-// renderer's findings), runs the planner, takes the measurements it asks for
-// and runs it again on their results: the planner writes the whole status.
-// emit announces what was done
-// (events, metrics); it runs only once the status is written.
+// plan runs one rollout round (round.Run) on the observed state: the
+// fleet from the cache, the agents' liveness, the renderer's findings and
+// the vehicles' kernels. The planner writes the whole status. emit
+// announces what was done (events, metrics); it runs only once the status
+// is written.
 func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (out planner.Output, emit []func(), err error) {
-	revs := revision.NewStore(r.Client, r.Namespace)
-	rev := revision.Name(p)
-	if err := revs.Ensure(ctx, p, rev, r.Scheme); err != nil {
+	rd := round.Round{
+		Revisions: revision.NewStore(r.Client, r.Namespace), Scheme: r.Scheme, Backends: r.measureConfig(),
+		Observe: func(ctx context.Context, in *planner.Input) (measure.Kernels, error) { return r.observe(ctx, p, in) },
+		// A measurement is taken at the time it is taken, not the plan's.
+		MeasureClock: r.Now,
+		// The findings the renderer reported meanwhile go into the plan
+		// that records the measurements.
+		Replan: func(in *planner.Input) { in.Render = r.findings(p.Name) },
+	}
+	res, err := rd.Run(ctx, p)
+	if err != nil {
 		return planner.Output{}, nil, err
 	}
+	for _, t := range res.Taken {
+		emit = append(emit, r.announce(p, t))
+	}
+	if msg, raised := planner.RenderWarningsRaised(p.Status.Conditions, res.Status.Conditions); raised {
+		emit = append(emit, func() {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "RenderWarnings", "Render", "%s", msg)
+		})
+	}
+	return res.Output, emit, nil
+}
+
+// observe completes a round's input with the fleet the profile selects,
+// as of now: its vehicles (with the tcp_info counters of each for a copy
+// following a hub, which reports them), the agents' liveness and the
+// renderer's findings; it returns the vehicles' kernels.
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile, in *planner.Input) (measure.Kernels, error) {
 	// The cache's own objects, read only (fleetmodel copies what it keeps):
 	// deep-copying every Node and NodeNetTuning of a 5,000-node fleet on
 	// every reconcile was most of its allocations, and a List even without
@@ -254,11 +280,11 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	// in place.
 	nodes, nnts, err := r.store.fleet(ctx)
 	if err != nil {
-		return planner.Output{}, nil, err
+		return nil, err
 	}
 	f, err := fleetmodel.SelectNodes(p, nodes)
 	if err != nil {
-		return planner.Output{}, nil, err
+		return nil, err
 	}
 
 	rollout := p.Spec.Rollout
@@ -272,46 +298,16 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 		r.Liveness.Track(p.Name, rollout.GetUnreachableAfter())
 		live = r.Liveness
 	}
-	in := planner.Input{
-		Now: r.Now(), Profile: p.Name, Revision: rev, Generation: p.Generation,
-		Rollout: rollout, Status: p.Status, Vehicles: f.ObserveWith(p.Name, nnts, live), Commands: fleetmodel.Commands(p),
-		LivenessTimer: r.Liveness != nil, Render: r.findings(p.Name), Hub: p.Spec.HubAssignment,
-	}
-	out = planner.Plan(in)
+	in.Now, in.Rollout = r.Now(), rollout
+	in.Vehicles = f.ObserveWith(p.Name, nnts, live)
+	in.LivenessTimer, in.Render, in.Hub = r.Liveness != nil, r.findings(p.Name), p.Spec.HubAssignment
 	if p.Spec.HubAssignment != nil {
 		vs := in.Vehicles
 		for i := range vs {
 			vs[i].Counters = f.Counters(vs[i].Name, nnts)
 		}
-		out.Status.VehicleReport = v1alpha1.EncodeVehicleReports(planner.HubReports(vs, in.Now, rollout))
-	} else {
-		out.Status.VehicleReport = ""
 	}
-	kernels := func(vehicles []string) map[string][]analysis.NodeKernel { return f.Kernels(vehicles, nnts) }
-	if len(out.Measures) > 0 {
-		results, taken := measure.Due(ctx, r.measureConfig(), p.Name, out, r.Now(), kernels)
-		for _, t := range taken {
-			emit = append(emit, r.announce(p, t))
-		}
-		if len(results) > 0 {
-			in.Status, in.Results, in.Render = out.Status, results, r.findings(p.Name)
-			out = planner.Plan(in)
-		}
-	}
-	if msg, raised := planner.RenderWarningsRaised(p.Status.Conditions, out.Status.Conditions); raised {
-		emit = append(emit, func() {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "RenderWarnings", "Render", "%s", msg)
-		})
-	}
-
-	keep := map[string]bool{rev: true}
-	for _, rv := range out.Status.Revisions {
-		keep[rv.Name] = true
-	}
-	if err := revs.Prune(ctx, p, keep); err != nil {
-		return planner.Output{}, nil, err
-	}
-	return out, emit, nil
+	return func(vehicles []string) map[string][]analysis.NodeKernel { return f.Kernels(vehicles, nnts) }, nil
 }
 
 // findings are the node renderer's conflicts and warnings for profile
