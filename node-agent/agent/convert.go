@@ -54,7 +54,7 @@ func routeSpec(r v1alpha1.NodeRoute) (kernel.RouteSpec, error) {
 }
 
 // routeMetrics converts API route parameters into the metrics to set: cwnd
-// is locked unless Cwnd.Lock is false, rto_min is always locked (the kernel
+// is locked as Cwnd.IsLocked says, rto_min is always locked (the kernel
 // ignores an unlocked one) and rounded up to whole milliseconds, quickack
 // false becomes quickack 0.
 func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
@@ -74,7 +74,7 @@ func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
 		if m.Cwnd, err = pos("cwnd", &p.Cwnd.Value); err != nil {
 			return kernel.RouteMetrics{}, err
 		}
-		m.SetLocked(unix.RTAX_CWND, p.Cwnd.Lock == nil || *p.Cwnd.Lock)
+		m.SetLocked(unix.RTAX_CWND, p.Cwnd.IsLocked())
 	}
 	for _, f := range []struct {
 		name string
