@@ -247,7 +247,7 @@ func show(e *agent.Engine, out io.Writer) error {
 
 // diff prints what apply would change and returns exitChanges if anything.
 func diff(e *agent.Engine, spec v1alpha1.NodeNetTuningSpec, out io.Writer) (int, error) {
-	if _, err := e.Preflight(spec); err != nil {
+	if err := e.Preflight(spec); err != nil {
 		return 1, fmt.Errorf("apply would be refused: %w", err)
 	}
 	changes := 0

@@ -29,39 +29,6 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 )
 
-// Patch sets every parameter p sets on dst (nil fields of p leave dst's).
-func Patch(dst *v1alpha1.TCPParameters, p v1alpha1.TCPParameters) {
-	if p.Cwnd != nil {
-		dst.Cwnd = p.Cwnd.DeepCopy()
-	}
-	if p.Initcwnd != nil {
-		dst.Initcwnd = ptr(*p.Initcwnd)
-	}
-	if p.Initrwnd != nil {
-		dst.Initrwnd = ptr(*p.Initrwnd)
-	}
-	if p.Ssthresh != nil {
-		dst.Ssthresh = ptr(*p.Ssthresh)
-	}
-	if p.RTOMin != nil {
-		dst.RTOMin = &metav1.Duration{Duration: p.RTOMin.Duration}
-	}
-	if p.Quickack != nil {
-		dst.Quickack = ptr(*p.Quickack)
-	}
-	if p.CongestionControl != nil {
-		dst.CongestionControl = ptr(*p.CongestionControl)
-	}
-	if p.AdvMSS != nil {
-		dst.AdvMSS = ptr(*p.AdvMSS)
-	}
-	if p.MTU != nil {
-		dst.MTU = ptr(*p.MTU)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
 // Overlay returns a copy of base with the variant's parameters replacing the
 // base's of the same name in its defaults (created when the base has none),
 // in every host pair that sets parameters of its own, and in every route.
@@ -71,14 +38,14 @@ func Overlay(base *v1alpha1.NetTuningProfileSpec, p v1alpha1.TCPParameters) *v1a
 	if out.Defaults == nil {
 		out.Defaults = &v1alpha1.TCPParameters{}
 	}
-	Patch(out.Defaults, p)
+	out.Defaults.Overlay(&p)
 	for i := range out.HostPairs {
 		if out.HostPairs[i].Parameters != nil {
-			Patch(out.HostPairs[i].Parameters, p)
+			out.HostPairs[i].Parameters.Overlay(&p)
 		}
 	}
 	for i := range out.Routes {
-		Patch(&out.Routes[i].Parameters, p)
+		out.Routes[i].Parameters.Overlay(&p)
 	}
 	return out
 }
@@ -88,7 +55,7 @@ func Describe(p v1alpha1.TCPParameters) string {
 	var parts []string
 	if p.Cwnd != nil {
 		lock := ""
-		if p.Cwnd.Lock != nil && !*p.Cwnd.Lock {
+		if !p.Cwnd.IsLocked() {
 			lock = " (unlocked)"
 		}
 		parts = append(parts, fmt.Sprintf("cwnd=%d%s", p.Cwnd.Value, lock))

@@ -150,3 +150,5 @@ func quantile(ds []time.Duration, q float64) (time.Duration, bool) {
 	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)], true
 }
+
+func ptr[T any](v T) *T { return &v }

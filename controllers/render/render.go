@@ -45,8 +45,8 @@ limitations under the License.
 // For each peer the most specific matching pair decides: both hosts named
 // beats one host named, which beats "* -> *"; at equal specificity the pair
 // later in the list wins. The route's parameters are the defaults overlaid
-// field by field by that pair's parameters (a cwnd is replaced as a whole,
-// value and lock together). Only the most specific pair is used: less specific
+// field by field by that pair's parameters (v1alpha1.TCPParameters.Overlay:
+// a cwnd is replaced as a whole, value and lock together). Only the most specific pair is used: less specific
 // matching pairs do not contribute fields. A pair whose merged parameters are
 // empty yields no route. A route goes to "<peer address>/32" (/128 for IPv6),
 // with Peer set to the peer's host name and Device set to the rendered node's
@@ -56,7 +56,8 @@ limitations under the License.
 // DefaultProbePort.
 //
 // Merged parameters must stay valid (initcwnd and ssthresh not above
-// cwnd.value, as the NodeNetTuning CRD requires); the profile CRD cannot rule
+// cwnd.value, as the NodeNetTuning CRD requires:
+// v1alpha1.TCPParameters.Validate); the profile CRD cannot rule
 // out every inherited combination (e.g. ssthresh from defaults above a pair's
 // smaller cwnd), so such a route is skipped with a warning rather than written
 // and refused by the API server.
@@ -69,8 +70,9 @@ limitations under the License.
 // Sysctls apply to every node the profile is rendered for. Interfaces apply
 // when their hosts list is empty or contains H or "*".
 //
-// An unset cwnd.lock is rendered as true, the CRD default, so the rendered
-// spec equals what the API server stores.
+// An unset cwnd.lock is rendered as true, the CRD default
+// (v1alpha1.TCPParameters.SetDefaults), so the rendered spec equals what the
+// API server stores.
 //
 // # Merging profiles
 //
@@ -404,7 +406,8 @@ func (r *renderer) profile(name string, spec *v1alpha1.NetTuningProfileSpec) map
 			r.warnf("route %s of profile %s: %v: skipped", pr.Name, name, err)
 			continue
 		}
-		route := v1alpha1.NodeRoute{Destination: dst, Profile: name, Parameters: normalizeParams(pr.Parameters.DeepCopy())}
+		route := v1alpha1.NodeRoute{Destination: dst, Profile: name, Parameters: *pr.Parameters.DeepCopy()}
+		route.Parameters.SetDefaults()
 		if pr.Device != nil {
 			if !validDevice(*pr.Device) {
 				r.warnf("route %s of profile %s: invalid device %q: skipped", pr.Name, name, *pr.Device)
@@ -420,7 +423,7 @@ func (r *renderer) profile(name string, spec *v1alpha1.NetTuningProfileSpec) map
 			}
 			route.Source = src.String()
 		}
-		if err := validParams(&route.Parameters); err != nil {
+		if err := route.Parameters.Validate(); err != nil {
 			r.warnf("route %s of profile %s: %v: skipped", pr.Name, name, err)
 			continue
 		}
@@ -491,7 +494,7 @@ func (r *renderer) hostPairs(name string, spec *v1alpha1.NetTuningProfileSpec, a
 			continue
 		}
 		params := overlay(spec.Defaults, pair.Parameters)
-		if isEmpty(&params) {
+		if params.IsEmpty() {
 			continue
 		}
 		where := fmt.Sprintf("host pair %s->%s of profile %s", host, peer, name)
@@ -500,7 +503,7 @@ func (r *renderer) hostPairs(name string, spec *v1alpha1.NetTuningProfileSpec, a
 			r.warnf("%s: peer %s %v", where, peer, err)
 			continue
 		}
-		if err := validParams(&params); err != nil {
+		if err := params.Validate(); err != nil {
 			r.warnf("%s: %v: skipped", where, err)
 			continue
 		}
@@ -556,70 +559,16 @@ func bestPair(pairs []v1alpha1.HostPair, from, to string) (v1alpha1.HostPair, bo
 	return pairs[best], true
 }
 
-// overlay is base with every field set in over replaced, as a deep copy.
+// overlay is base with every field set in over replaced, as a deep copy,
+// with the CRD's defaults filled in.
 func overlay(base, over *v1alpha1.TCPParameters) v1alpha1.TCPParameters {
 	out := v1alpha1.TCPParameters{}
 	if base != nil {
 		base.DeepCopyInto(&out)
 	}
-	if over != nil {
-		o := over.DeepCopy()
-		if o.Cwnd != nil {
-			out.Cwnd = o.Cwnd
-		}
-		if o.Initcwnd != nil {
-			out.Initcwnd = o.Initcwnd
-		}
-		if o.Initrwnd != nil {
-			out.Initrwnd = o.Initrwnd
-		}
-		if o.Ssthresh != nil {
-			out.Ssthresh = o.Ssthresh
-		}
-		if o.RTOMin != nil {
-			out.RTOMin = o.RTOMin
-		}
-		if o.Quickack != nil {
-			out.Quickack = o.Quickack
-		}
-		if o.CongestionControl != nil {
-			out.CongestionControl = o.CongestionControl
-		}
-		if o.AdvMSS != nil {
-			out.AdvMSS = o.AdvMSS
-		}
-		if o.MTU != nil {
-			out.MTU = o.MTU
-		}
-	}
-	return normalizeParams(&out)
-}
-
-// normalizeParams renders an unset cwnd.lock as its CRD default, true.
-func normalizeParams(p *v1alpha1.TCPParameters) v1alpha1.TCPParameters {
-	if p.Cwnd != nil && p.Cwnd.Lock == nil {
-		t := true
-		p.Cwnd.Lock = &t
-	}
-	return *p
-}
-
-func isEmpty(p *v1alpha1.TCPParameters) bool {
-	return *p == v1alpha1.TCPParameters{}
-}
-
-// validParams checks the TCPParameters rules of the CRD that a merge can break.
-func validParams(p *v1alpha1.TCPParameters) error {
-	if p.Cwnd == nil {
-		return nil
-	}
-	if p.Initcwnd != nil && *p.Initcwnd > p.Cwnd.Value {
-		return fmt.Errorf("initcwnd %d exceeds cwnd %d", *p.Initcwnd, p.Cwnd.Value)
-	}
-	if p.Ssthresh != nil && *p.Ssthresh > p.Cwnd.Value {
-		return fmt.Errorf("ssthresh %d exceeds cwnd %d", *p.Ssthresh, p.Cwnd.Value)
-	}
-	return nil
+	out.Overlay(over)
+	out.SetDefaults()
+	return out
 }
 
 // appliesTo reports whether an item limited to hosts applies to host.

@@ -192,7 +192,7 @@ func checkValid(t *testing.T, res Result) {
 		if len(r.Peer) > 63 || len(r.Profile) > 253 {
 			t.Errorf("route %s: peer/profile too long", r.Destination)
 		}
-		if err := validParams(&r.Parameters); err != nil {
+		if err := r.Parameters.Validate(); err != nil {
 			t.Errorf("route %s: %v", r.Destination, err)
 		}
 		if r.Parameters.Cwnd != nil && r.Parameters.Cwnd.Lock == nil {

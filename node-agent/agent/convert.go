@@ -53,8 +53,29 @@ func routeSpec(r v1alpha1.NodeRoute) (kernel.RouteSpec, error) {
 	return spec, nil
 }
 
+// desiredRoute is one route of a spec with its conversion for the kernel
+// layer (or why it does not convert). A spec's routes are converted once,
+// by convertRoutes, and the result carried by everything that needs the
+// kernel's form: preflight, the write, the verify, the judgment of an
+// interrupted apply, the repair of drift.
+type desiredRoute struct {
+	route v1alpha1.NodeRoute
+	spec  kernel.RouteSpec
+	err   error
+}
+
+// convertRoutes converts every route, in order.
+func convertRoutes(routes []v1alpha1.NodeRoute) []desiredRoute {
+	out := make([]desiredRoute, len(routes))
+	for i, r := range routes {
+		out[i].route = r
+		out[i].spec, out[i].err = routeSpec(r)
+	}
+	return out
+}
+
 // routeMetrics converts API route parameters into the metrics to set: cwnd
-// is locked unless Cwnd.Lock is false, rto_min is always locked (the kernel
+// is locked as Cwnd.IsLocked says, rto_min is always locked (the kernel
 // ignores an unlocked one) and rounded up to whole milliseconds, quickack
 // false becomes quickack 0.
 func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
@@ -74,7 +95,7 @@ func routeMetrics(p v1alpha1.TCPParameters) (kernel.RouteMetrics, error) {
 		if m.Cwnd, err = pos("cwnd", &p.Cwnd.Value); err != nil {
 			return kernel.RouteMetrics{}, err
 		}
-		m.SetLocked(unix.RTAX_CWND, p.Cwnd.Lock == nil || *p.Cwnd.Lock)
+		m.SetLocked(unix.RTAX_CWND, p.Cwnd.IsLocked())
 	}
 	for _, f := range []struct {
 		name string

@@ -19,6 +19,7 @@ package agent
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,51 @@ func TestRouteSpec(t *testing.T) {
 	}
 	if _, err := routeSpec(v1alpha1.NodeRoute{Destination: "nope"}); err == nil {
 		t.Error("bad destination accepted")
+	}
+}
+
+// TestConvertRoutes: each route is carried with its own conversion, in
+// order; a route that does not convert carries its error and does not stop
+// the others.
+func TestConvertRoutes(t *testing.T) {
+	unlocked := seedParams()
+	unlocked.Cwnd.Lock = ptr.To(false)
+	cases := []struct {
+		route   v1alpha1.NodeRoute
+		metrics string // "" when the conversion fails
+		err     string // a fragment of the error
+	}{
+		{v1alpha1.NodeRoute{Destination: "192.0.2.7/32", Device: "eth0", Parameters: seedParams()},
+			"cwnd lock 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1", ""},
+		{v1alpha1.NodeRoute{Destination: "nope", Parameters: seedParams()}, "", "invalid destination"},
+		{v1alpha1.NodeRoute{Destination: "192.0.2.8/32", Parameters: v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 0}}}, "", "route 192.0.2.8/32: cwnd 0"},
+		{v1alpha1.NodeRoute{Destination: "192.0.2.9/32", Parameters: unlocked},
+			"cwnd 30 initcwnd 25 initrwnd 25 ssthresh lock 30 rto_min lock 10ms quickack 1", ""},
+	}
+	routes := make([]v1alpha1.NodeRoute, len(cases))
+	for i, c := range cases {
+		routes[i] = c.route
+	}
+	got := convertRoutes(routes)
+	if len(got) != len(cases) {
+		t.Fatalf("%d conversions of %d routes", len(got), len(cases))
+	}
+	for i, c := range cases {
+		d := got[i]
+		if d.route.Destination != c.route.Destination {
+			t.Errorf("conversion %d is of %s, want %s", i, d.route.Destination, c.route.Destination)
+		}
+		switch {
+		case c.err != "" && (d.err == nil || !strings.Contains(d.err.Error(), c.err)):
+			t.Errorf("route %s: error %v, want one with %q", c.route.Destination, d.err, c.err)
+		case c.err == "" && d.err != nil:
+			t.Errorf("route %s: %v", c.route.Destination, d.err)
+		case c.err == "" && (d.spec.Metrics.String() != c.metrics || d.spec.Dst.String() != c.route.Destination || d.spec.Device != c.route.Device):
+			t.Errorf("route %s: converted to %s %q %q, want %q", c.route.Destination, d.spec.Dst, d.spec.Device, d.spec.Metrics.String(), c.metrics)
+		}
+	}
+	if len(convertRoutes(nil)) != 0 {
+		t.Error("no routes: conversions")
 	}
 }
 

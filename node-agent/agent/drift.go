@@ -37,21 +37,23 @@ func (e *Engine) Repair(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	repaired := 0
-	routes := map[string]int{}
-	for i, r := range spec.Routes {
-		routes[r.Destination] = i
+	// The routes are converted once, for the verify and the repair.
+	routes := convertRoutes(spec.Routes)
+	byDestination := make(map[string]int, len(routes))
+	for i, d := range routes {
+		byDestination[d.route.Destination] = i
 	}
-	for _, it := range e.Observe(spec) {
+	for _, it := range e.observe(spec, routes) {
 		if it.State == StateVerified || it.State == StateNotEffective {
 			continue
 		}
 		switch it.Kind {
 		case "Route":
-			rs, err := routeSpec(spec.Routes[routes[it.Name]])
-			if err != nil {
-				return repaired, err
+			d := routes[byDestination[it.Name]]
+			if d.err != nil {
+				return repaired, d.err
 			}
-			if _, err := e.Host.ApplyRoute(rs); err != nil {
+			if _, err := e.Host.ApplyRoute(d.spec); err != nil {
 				return repaired, fmt.Errorf("repairing route %s: %w", it.Name, err)
 			}
 		case "Sysctl":

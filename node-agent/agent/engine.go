@@ -145,15 +145,19 @@ type plan struct {
 // own. A congestion control that is not loaded is asked for once
 // (Host.LoadCongestionControl): a kernel that builds it as a module loads it
 // then, as it would when the route is written, and a refusal would be wrong.
-func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpec, error) {
+func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) error {
+	return e.preflight(target, convertRoutes(target.Routes))
+}
+
+// preflight is Preflight of target, whose routes are converted.
+func (e *Engine) preflight(target v1alpha1.NodeNetTuningSpec, routes []desiredRoute) error {
 	var errs []error
-	routes := make([]kernel.RouteSpec, 0, len(target.Routes))
 	devices := map[string]error{} // each device checked once
 	ccs := congestionControls{host: e.Host, log: e.Log}
-	for _, r := range target.Routes {
-		rs, err := routeSpec(r)
-		if err != nil {
-			errs = append(errs, err)
+	for _, d := range routes {
+		r := d.route
+		if d.err != nil {
+			errs = append(errs, d.err)
 			continue
 		}
 		if r.Device != "" {
@@ -171,7 +175,6 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 				errs = append(errs, fmt.Errorf("route %s: %w", r.Destination, err))
 			}
 		}
-		routes = append(routes, rs)
 	}
 	for _, s := range target.Sysctls {
 		// A global sysctl is refused whatever its value: the namespace
@@ -198,7 +201,7 @@ func (e *Engine) Preflight(target v1alpha1.NodeNetTuningSpec) ([]kernel.RouteSpe
 			errs = append(errs, fmt.Errorf("interface %s does not exist", i.Name))
 		}
 	}
-	return routes, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // congestionControls checks the congestion controls of one preflight
@@ -262,9 +265,15 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 	if err != nil {
 		return Outcome{}, err
 	}
-	routes, err := e.Preflight(target)
-	if err != nil {
+	// The routes are converted once: preflight, write, verify and the
+	// judgment of a rollback all carry this conversion.
+	desired := convertRoutes(target.Routes)
+	if err := e.preflight(target, desired); err != nil {
 		return Outcome{Revision: prevSpec.Revision, Refused: true, Reason: "refused before any change: " + err.Error()}, nil
+	}
+	routes := make([]kernel.RouteSpec, len(desired))
+	for i, d := range desired {
+		routes[i] = d.spec
 	}
 	p := plan{routes: routes, sysctls: target.Sysctls, interfaces: target.Interfaces}
 
@@ -302,7 +311,7 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 
 	rollback := func(reason string, items []v1alpha1.ItemResult) (Outcome, error) {
 		// Judged before the restore, which re-writes the routes.
-		interruption := e.interrupted(target, reason)
+		interruption := e.interrupted(target, desired, reason)
 		if err := e.restore(snap); err != nil {
 			return Outcome{}, fmt.Errorf("%s; restoring the snapshot failed too: %w", reason, err)
 		}
@@ -325,7 +334,7 @@ func (e *Engine) apply(ctx context.Context, target v1alpha1.NodeNetTuningSpec, p
 		return rollback("apply failed: "+err.Error(), nil)
 	}
 	e.prime(ctx, target)
-	items := e.Observe(target)
+	items := e.observe(target, desired)
 	for _, it := range items {
 		if it.State == StateMismatch || it.State == StateFailed {
 			return rollback(fmt.Sprintf("verify failed: %s %s: %s", it.Kind, it.Name, it.Message), items)
@@ -364,8 +373,8 @@ const RetryAfter = 10 * time.Second
 // a route the apply had written is gone (a link that went down takes its
 // routes with it; a DHCP client flushes them). A revision that is wrong
 // leaves its routes in place and fails its verify or probe on a link that
-// is up.
-func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, reason string) string {
+// is up. routes are target's, converted.
+func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, routes []desiredRoute, reason string) string {
 	if strings.Contains(reason, "network is down") || strings.Contains(reason, "no such device") {
 		return "the network was down"
 	}
@@ -388,10 +397,9 @@ func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, reason string) s
 	if err != nil {
 		return ""
 	}
-	for _, r := range target.Routes {
-		rs, err := routeSpec(r)
-		if err == nil && table.Lookup(rs.Dst) == nil {
-			return "route " + r.Destination + " was removed while the apply ran (a link flap or a DHCP client's flush)"
+	for _, d := range routes {
+		if d.err == nil && table.Lookup(d.spec.Dst) == nil {
+			return "route " + d.route.Destination + " was removed while the apply ran (a link flap or a DHCP client's flush)"
 		}
 	}
 	return ""
@@ -595,14 +603,19 @@ func (e *Engine) Revert(ctx context.Context) (Outcome, error) { return e.Boot(ct
 
 // Observe reads every item of spec back and compares it with the spec.
 func (e *Engine) Observe(spec v1alpha1.NodeNetTuningSpec) []v1alpha1.ItemResult {
-	items := make([]v1alpha1.ItemResult, 0, len(spec.Routes)+len(spec.Sysctls)+len(spec.Interfaces))
+	return e.observe(spec, convertRoutes(spec.Routes))
+}
+
+// observe is Observe of spec, whose routes are converted.
+func (e *Engine) observe(spec v1alpha1.NodeNetTuningSpec, routes []desiredRoute) []v1alpha1.ItemResult {
+	items := make([]v1alpha1.ItemResult, 0, len(routes)+len(spec.Sysctls)+len(spec.Interfaces))
 	ssthreshEffective, ssErr := e.Host.SsthreshEffective()
 	table, tableErr := e.Host.ReadRouteTable()
-	for _, r := range spec.Routes {
+	for _, d := range routes {
+		r, rs := d.route, d.spec
 		it := v1alpha1.ItemResult{Kind: "Route", Name: r.Destination}
-		rs, err := routeSpec(r)
-		if err != nil {
-			it.State, it.Message = StateFailed, err.Error()
+		if d.err != nil {
+			it.State, it.Message = StateFailed, d.err.Error()
 			items = append(items, it)
 			continue
 		}

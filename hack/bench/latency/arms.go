@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/controllers/render"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/test/testbed"
@@ -327,7 +326,7 @@ func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) erro
 		d := a.Profile.Spec.Defaults.DeepCopy()
 		for _, hp := range a.Profile.Spec.HostPairs {
 			if hp.Parameters != nil && (hp.From == "*" || hp.From == h.Name) && (hp.To == "*" || hp.To == peer) {
-				experiment.Patch(d, *hp.Parameters)
+				d.Overlay(hp.Parameters)
 			}
 		}
 		want := []string{
@@ -337,7 +336,7 @@ func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) erro
 			fmt.Sprintf("rto_min lock %dms", d.RTOMin.Milliseconds()),
 			"quickack 1",
 		}
-		if d.Cwnd.Lock != nil && !*d.Cwnd.Lock {
+		if !d.Cwnd.IsLocked() {
 			want[0] = fmt.Sprintf("cwnd %d", d.Cwnd.Value)
 		}
 		return want

@@ -343,7 +343,7 @@ func routeMetrics(p v1alpha1.TCPParameters) string {
 	var parts []string
 	if p.Cwnd != nil {
 		lock := ""
-		if p.Cwnd.Lock == nil || *p.Cwnd.Lock {
+		if p.Cwnd.IsLocked() {
 			lock = "lock "
 		}
 		parts = append(parts, fmt.Sprintf("cwnd %s%d", lock, p.Cwnd.Value))
