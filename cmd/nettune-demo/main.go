@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -146,6 +147,12 @@ type demo struct {
 	began  time.Time
 
 	applied, firstCanary, fleetVerified, badApplied, badDecided time.Time
+	// driving is the vehicle whose apply gate is closed during stage 2;
+	// drivingDeferred is when the rollout first counted it Deferred,
+	// gateOpened when its gate opened, drivingVerified when its nodes
+	// verified v2 (zero: not seen).
+	driving                                      string
+	drivingDeferred, gateOpened, drivingVerified time.Time
 	// goodOutcome and badOutcome are what was observed at the end of stages
 	// 2 and 3 (see outcome); empty when the stage did not run.
 	goodOutcome, badOutcome outcome
@@ -307,8 +314,8 @@ func progressLine(p *v1alpha1.NetTuningProfile) string {
 	if st.CurrentStep != nil {
 		step = fmt.Sprint(*st.CurrentStep)
 	}
-	line := fmt.Sprintf("phase=%-11s step=%s updated=%d/%d verified=%d canary=%s", st.Phase, step,
-		st.Vehicles.Updated, st.Vehicles.Total, st.Vehicles.Verified, strings.Join(st.CanaryVehicles, ","))
+	line := fmt.Sprintf("phase=%-11s step=%s updated=%d/%d verified=%d deferred=%d canary=%s", st.Phase, step,
+		st.Vehicles.Updated, st.Vehicles.Total, st.Vehicles.Verified, st.Vehicles.Deferred, strings.Join(st.CanaryVehicles, ","))
 	for _, a := range st.Analysis {
 		line += fmt.Sprintf("  %s: %s canary=%s baseline=%s", a.Name, a.Phase, or(a.CanaryValue, "-"), or(a.BaselineValue, "-"))
 	}
@@ -351,11 +358,37 @@ func (d *demo) walkthrough(o options) error {
 	if err != nil {
 		return err
 	}
+	// The last vehicle is driving: its autonomy stack closed the apply
+	// gate, so it keeps v1 until it parks.
+	d.driving = fmt.Sprintf("av-%03d", o.vehicles)
+	fmt.Fprintf(d.out, "\n    %s is driving: its autonomy stack wrote \"closed driving autonomously\" to its apply gate (%s)\n", d.driving, d.f.GatePath(d.driving))
+	if err := d.f.SetGate(d.driving, "closed driving autonomously"); err != nil {
+		return err
+	}
 	d.applied = time.Now()
 	if err := d.sh("kubectl", "apply", "-f", filepath.Join(samples, "02-xavier-lan-v2.yaml")); err != nil {
 		return err
 	}
-	p, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool { _, done := decided(before, p); return done }, 10*time.Minute)
+	p, err := d.follow(func(p *v1alpha1.NetTuningProfile) bool {
+		if d.gateOpened.IsZero() && p.Status.Vehicles.Deferred > 0 {
+			d.drivingDeferred = time.Now()
+			fmt.Fprintf(d.out, "\n    %s is Deferred: v2 is assigned to it and its agents hold it back while its gate is closed\n", d.driving)
+			_ = d.sh("kubectl nettune", "status", profile)
+			fmt.Fprintf(d.out, "\n    %s parks: its gate opens\n", d.driving)
+			if err := d.f.SetGate(d.driving, "open parked"); err == nil {
+				d.gateOpened = time.Now()
+			}
+		}
+		if !d.gateOpened.IsZero() && d.drivingVerified.IsZero() && vehicleVerified(p, d.f, d.driving) {
+			d.drivingVerified = time.Now()
+		}
+		_, done := decided(before, p)
+		return done
+	}, 10*time.Minute)
+	if d.gateOpened.IsZero() {
+		// The rollout ended before it reached the driving vehicle.
+		_ = d.f.SetGate(d.driving, "open parked")
+	}
 	if err != nil {
 		return err
 	}
@@ -424,6 +457,13 @@ func (d *demo) summary() {
 	fmt.Fprintf(d.out, "    v2 (good):  %s\n", seen(d.goodOutcome))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> first canary verified:  %s\n", since(d.applied, d.firstCanary))
 	fmt.Fprintf(d.out, "    kubectl apply (v2) -> whole fleet verified:   %s\n", since(d.applied, d.fleetVerified))
+	switch {
+	case d.driving == "":
+	case d.drivingDeferred.IsZero():
+		fmt.Fprintf(d.out, "    driving vehicle %s: never counted Deferred (the v2 rollout ended before it was assigned v2)\n", d.driving)
+	default:
+		fmt.Fprintf(d.out, "    driving vehicle %s: Deferred while its gate was closed; gate opened -> its hosts verified v2: %s\n", d.driving, since(d.gateOpened, d.drivingVerified))
+	}
 	fmt.Fprintf(d.out, "    bad edit:   %s\n", seen(d.badOutcome))
 	if d.badOutcome != "" {
 		fmt.Fprintf(d.out, "    kubectl apply (bad) -> %s: %s\n", d.badOutcome, since(d.badApplied, d.badDecided))
@@ -433,4 +473,26 @@ func (d *demo) summary() {
 	fmt.Fprintf(d.out, "    Prometheus:  %s   (nettune_probe_latency_seconds, nettune_rollout_*, nettune_analysis_*)\n", d.f.Prometheus.URL)
 	fmt.Fprintf(d.out, "    logs:        %s\n", filepath.Join(d.f.Dir, "logs"))
 	fmt.Fprintln(d.out, "    dashboards:  import charts/nettune/dashboards/*.json into a Grafana with Loki and Prometheus above as datasources (docs/dashboards.md)")
+}
+
+// vehicleVerified says whether every node of vehicle verified the
+// revision p is rolling out.
+func vehicleVerified(p *v1alpha1.NetTuningProfile, f *fleet.Fleet, vehicle string) bool {
+	list := &v1alpha1.NodeNetTuningList{}
+	if err := f.CP.Client.List(context.Background(), list); err != nil {
+		return false
+	}
+	n := 0
+	for i := range list.Items {
+		nt := &list.Items[i]
+		if !strings.HasPrefix(nt.Name, vehicle+"-") {
+			continue
+		}
+		n++
+		verified, _, _ := fleetmodel.NodeReport(nt)
+		if !verified || fleetmodel.AssignedRevision(nt, p.Name) != p.Status.CurrentRevision {
+			return false
+		}
+	}
+	return n > 0
 }

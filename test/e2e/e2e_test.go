@@ -556,6 +556,10 @@ func TestE2E(t *testing.T) {
 		testDrift(t)
 	})
 
+	t.Run("changes only when the vehicle says it is safe", func(t *testing.T) {
+		testGates(t)
+	})
+
 	t.Run("every dashboard query returns data", func(t *testing.T) {
 		testDashboards(t, r2)
 	})
