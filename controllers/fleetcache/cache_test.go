@@ -133,14 +133,20 @@ func TestTrimForCache(t *testing.T) {
 type trimReader struct {
 	Verified, Failed bool
 	Seen             time.Time
-	Assigned         map[string]string
-	Revision         string
-	Profiles         []v1alpha1.SourceProfile
-	Same             []bool // sameSpec against each of specCandidates
-	Generation       int64
-	Rendered         *render.Node
-	Owner            string
-	ResourceVersion  string
+	// fleetmodel.NodeDeferred, and the gate's state (canary selection).
+	Deferred        bool
+	DeferredSince   time.Time
+	DeferredReason  string
+	GateState       v1alpha1.GateState
+	ApplyPolicy     *v1alpha1.NodeApplyPolicy
+	Assigned        map[string]string
+	Revision        string
+	Profiles        []v1alpha1.SourceProfile
+	Same            []bool // sameSpec against each of specCandidates
+	Generation      int64
+	Rendered        *render.Node
+	Owner           string
+	ResourceVersion string
 }
 
 // trimRead is what the controllers read from o; cands are the specs the
@@ -150,6 +156,11 @@ func trimRead(o any, cands []v1alpha1.NodeNetTuningSpec) trimReader {
 	case *v1alpha1.NodeNetTuning:
 		var r trimReader
 		r.Verified, r.Failed, r.Seen = fleetmodel.NodeReport(o)
+		r.Deferred, r.DeferredSince, r.DeferredReason = fleetmodel.NodeDeferred(o)
+		if o.Status.Gate != nil {
+			r.GateState = o.Status.Gate.State
+		}
+		r.ApplyPolicy = o.Spec.ApplyPolicy
 		r.Assigned = map[string]string{}
 		for _, p := range []string{"p", "q", "absent"} {
 			r.Assigned[p] = fleetmodel.AssignedRevision(o, p)
@@ -173,8 +184,10 @@ var handEdit = v1alpha1.Sysctl{Name: "net.core.edited_by_hand", Value: "1"}
 // rehash is spec with its revision set as the renderer sets it (the hash
 // of the rest).
 func rehash(spec v1alpha1.NodeNetTuningSpec) v1alpha1.NodeNetTuningSpec {
-	spec.Revision = ""
+	policy := spec.ApplyPolicy
+	spec.Revision, spec.ApplyPolicy = "", nil
 	spec.Revision = revision.Hash(spec)
+	spec.ApplyPolicy = policy
 	return spec
 }
 
@@ -204,8 +217,8 @@ func trimCases(seed int64, n int) []any {
 	rng := rand.New(rand.NewSource(seed))
 	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
 	types := []string{v1alpha1.ConditionApplied, v1alpha1.ConditionVerified, v1alpha1.ConditionDrifted,
-		v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded}
-	reasons := []string{"Applied", "Verified", "AsDesired", "Committed", "NoDrift", "ProbeFailed",
+		v1alpha1.ConditionRolledBack, v1alpha1.ConditionDegraded, v1alpha1.ConditionDeferred}
+	reasons := []string{"Applied", "Verified", "AsDesired", "Committed", "NoDrift", "ProbeFailed", "GateClosed", "OutsideWindow",
 		v1alpha1.ReasonStateUnwritable, v1alpha1.ReasonInterrupted}
 	var out []any
 	for i := range n {
@@ -222,6 +235,9 @@ func trimCases(seed int64, n int) []any {
 			Status: v1alpha1.NodeNetTuningStatus{ObservedGeneration: gen - int64(rng.Intn(2)), AppliedRevision: pick("r1", "r2", ""),
 				DriftRepairs: int64(rng.Intn(3)),
 				Items:        []v1alpha1.ItemResult{{Kind: "Route", Name: "10.0.0.2/32", State: "Verified"}}},
+		}
+		if rng.Intn(3) == 0 {
+			nnt.Spec.ApplyPolicy = &v1alpha1.NodeApplyPolicy{Gate: v1alpha1.ApplyGateRequired, Immediate: pick("", "rollback of profile p to p-1")}
 		}
 		// A third as the renderer writes them (the revision the hash of the
 		// spec; the cache drops the body), a third of those then edited by
@@ -247,6 +263,10 @@ func trimCases(seed int64, n int) []any {
 				Status:             metav1.ConditionStatus(pick("True", "False", "Unknown")),
 				ObservedGeneration: gen - int64(rng.Intn(2)), Reason: pick(reasons...), Message: "message " + fmt.Sprint(i),
 				LastTransitionTime: metav1.NewTime(time.Unix(1_790_000_000, 0))})
+		}
+		if rng.Intn(2) == 0 {
+			nnt.Status.Gate = &v1alpha1.ApplyGateStatus{State: v1alpha1.GateState(pick("Open", "Closed", "NotConfigured")), Reason: "driving",
+				PendingRevision: pick(nnt.Spec.Revision, "r1", ""), Since: &metav1.Time{Time: time.Unix(1_790_000_000, 0)}}
 		}
 		out = append(out, nnt)
 
@@ -359,15 +379,24 @@ func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
 		"Verified condition":           onlyType(v1alpha1.ConditionVerified),
 		"RolledBack condition":         onlyType(v1alpha1.ConditionRolledBack),
 		"Degraded condition":           onlyType(v1alpha1.ConditionDegraded),
-		"status.observedGeneration":    nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.ObservedGeneration = 0 }),
-		"status.appliedRevision":       nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.AppliedRevision = "" }),
-		"status.lastHeartbeatTime":     nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.LastHeartbeatTime = nil }),
-		"spec.profiles":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Profiles = nil }),
-		"spec.routes":                  nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Routes = nil }),
-		"spec.peers":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Peers = nil }),
-		"spec.sysctls":                 nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Sysctls = nil }),
-		"generation":                   nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Generation = 0 }),
-		"spec.revision":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Revision = "" }),
+		"Deferred condition":           onlyType(v1alpha1.ConditionDeferred),
+		"condition transition time":    conds(func(c *metav1.Condition) { c.LastTransitionTime = metav1.Time{} }),
+		"status.gate":                  nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.Gate = nil }),
+		"status.gate.pendingRevision": nntDrop(func(n *v1alpha1.NodeNetTuning) {
+			if n.Status.Gate != nil {
+				n.Status.Gate.PendingRevision = ""
+			}
+		}),
+		"spec.applyPolicy":          nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.ApplyPolicy = nil }),
+		"status.observedGeneration": nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.ObservedGeneration = 0 }),
+		"status.appliedRevision":    nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.AppliedRevision = "" }),
+		"status.lastHeartbeatTime":  nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Status.LastHeartbeatTime = nil }),
+		"spec.profiles":             nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Profiles = nil }),
+		"spec.routes":               nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Routes = nil }),
+		"spec.peers":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Peers = nil }),
+		"spec.sysctls":              nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Sysctls = nil }),
+		"generation":                nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Generation = 0 }),
+		"spec.revision":             nntDrop(func(n *v1alpha1.NodeNetTuning) { n.Spec.Revision = "" }),
 		"hand-edited spec body (trimmed as if rendered)": nntDrop(func(n *v1alpha1.NodeNetTuning) {
 			n.Spec.Routes, n.Spec.Sysctls, n.Spec.Peers = nil, nil, nil
 			n.Annotations = trimmedAnnotations
