@@ -112,6 +112,31 @@ func gaugeLine(metrics, name string) string {
 	return name + " absent"
 }
 
+// waitWhy waits until why returns "", failing with its last answer.
+func waitWhy(t *testing.T, timeout time.Duration, what string, why func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		w := why()
+		if w == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			out, _ := f.Plugin(context.Background(), "status", profile)
+			t.Fatalf("timed out after %s waiting for %s: %s\n%s", timeout, what, w, out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// withRollout gives p a rollout when it has none (the stable sample has
+// none), keeping the one it has.
+func withRollout(p *v1alpha1.NetTuningProfile) {
+	if p.Spec.Rollout == nil {
+		p.Spec.Rollout = &v1alpha1.RolloutSpec{}
+	}
+}
+
 func setGate(t *testing.T, vehicle, content string) {
 	t.Helper()
 	if err := f.SetGate(vehicle, content); err != nil {
@@ -120,18 +145,29 @@ func setGate(t *testing.T, vehicle, content string) {
 	t.Logf("%s gate: %s", vehicle, content)
 }
 
-// testGates: vehicles apply only while the vehicle says it is safe.
+// testGates: vehicles apply only while the vehicle says it is safe. Each
+// edit sets an ssthresh no other subtest uses (21 down to 18): content
+// equal to the stable or a failed revision starts no rollout.
 func testGates(t *testing.T) {
 	const driving = "av-004"
-	defer func() { _ = f.SetGate(driving, "open") }()
-	defer func() { _ = f.SetGate("av-001", "open") }()
+	// Every subtest opens the gates it closed, passed or not: a gate left
+	// closed would hold the next subtest's revision.
+	openAfter := func(t *testing.T, vehicle string) {
+		t.Cleanup(func() {
+			if err := f.SetGate(vehicle, "open"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 
 	t.Run("a driving vehicle stays on its revision while the rest take the new one, and applies once its gate opens", func(t *testing.T) {
 		stable := getProfile(t).Status.StableRevision
+		openAfter(t, driving)
 		setGate(t, driving, "closed driving autonomously")
 		edit(t, func(p *v1alpha1.NetTuningProfile) {
+			withRollout(p)
 			p.Spec.HostPairs = nil
-			p.Spec.Defaults.Ssthresh = ptr(int32(26))
+			p.Spec.Defaults.Ssthresh = ptr(int32(21))
 			p.Spec.Rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-001"}}
 			p.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}
 			p.Spec.Rollout.Apply = &v1alpha1.ApplyPolicy{DeferredTimeout: &metav1.Duration{Duration: 20 * time.Second}}
@@ -156,9 +192,9 @@ func testGates(t *testing.T) {
 		if why := vehicleDeferred(t, driving, rev, "GateClosed"); why != "" {
 			t.Fatalf("%s is not shown Deferred on %s: %s", driving, rev, why)
 		}
-		assertRoutes(t, "ssthresh lock 26", func(vehicle, host, route string) bool { return vehicle != driving })
+		assertRoutes(t, "ssthresh lock 21", func(vehicle, host, route string) bool { return vehicle != driving })
 		for _, h := range f.Vehicles[driving].Hosts {
-			if out, err := f.Routes(driving, h.Name); err != nil || strings.Contains(out, "ssthresh lock 26") {
+			if out, err := f.Routes(driving, h.Name); err != nil || strings.Contains(out, "ssthresh lock 21") {
 				t.Errorf("%s/%s took the new revision with its gate closed (%v):\n%s", driving, h.Name, err, out)
 			}
 		}
@@ -172,7 +208,7 @@ func testGates(t *testing.T) {
 		setGate(t, driving, "open parked at the depot")
 		waitFor(t, time.Minute, driving+" verifies "+rev+" once its gate opens", func() bool { return vehicleVerified(t, driving, rev) })
 		t.Logf("%s verified %s %s after its gate opened", driving, rev, time.Since(opened).Round(time.Millisecond))
-		assertRoutes(t, "ssthresh lock 26", nil)
+		assertRoutes(t, "ssthresh lock 21", nil)
 	})
 
 	t.Run("a gate closed while the vehicle is cut off from the API server holds the next revision", func(t *testing.T) {
@@ -187,6 +223,7 @@ func testGates(t *testing.T) {
 				_ = restore()
 			}
 		}()
+		openAfter(t, driving)
 		setGate(t, driving, "closed driving, no connectivity")
 		waitFor(t, 30*time.Second, "every agent of "+driving+" to read its gate closed while offline", func() bool { return gateClosedOnAgents(driving) == nil })
 		if err := restore(); err != nil {
@@ -194,17 +231,20 @@ func testGates(t *testing.T) {
 		}
 		restored = true
 		edit(t, func(p *v1alpha1.NetTuningProfile) {
-			p.Spec.Defaults.Ssthresh = ptr(int32(25))
+			withRollout(p)
+			p.Spec.Defaults.Ssthresh = ptr(int32(20))
 			p.Spec.Rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{driving}}
 			p.Spec.Rollout.Steps = nil
 		})
 		var rev string
-		waitFor(t, 2*time.Minute, driving+" holds the next revision back", func() bool {
-			rev = getProfile(t).Status.CurrentRevision
-			return rev != stable && vehicleDeferred(t, driving, rev, "GateClosed") == ""
+		waitWhy(t, 2*time.Minute, driving+" holds the next revision back", func() string {
+			if rev = getProfile(t).Status.CurrentRevision; rev == stable {
+				return "no rollout started"
+			}
+			return vehicleDeferred(t, driving, rev, "GateClosed")
 		})
 		for _, h := range f.Vehicles[driving].Hosts {
-			if out, err := f.Routes(driving, h.Name); err != nil || strings.Contains(out, "ssthresh lock 25") {
+			if out, err := f.Routes(driving, h.Name); err != nil || strings.Contains(out, "ssthresh lock 20") {
 				t.Errorf("%s/%s took %s with its gate closed (%v):\n%s", driving, h.Name, rev, err, out)
 			}
 		}
@@ -213,7 +253,7 @@ func testGates(t *testing.T) {
 			return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.StableRevision == rev
 		})
 		waitFor(t, time.Minute, "every node verified "+rev, func() bool { return allVerified(t, rev) })
-		assertRoutes(t, "ssthresh lock 25", nil)
+		assertRoutes(t, "ssthresh lock 20", nil)
 		if p.Status.Vehicles.Deferred != 0 {
 			t.Errorf("deferred vehicles %d after every gate opened", p.Status.Vehicles.Deferred)
 		}
@@ -229,15 +269,18 @@ func testGates(t *testing.T) {
 		}
 		schedule := fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour())
 		edit(t, func(p *v1alpha1.NetTuningProfile) {
-			p.Spec.Defaults.Ssthresh = ptr(int32(24))
+			withRollout(p)
+			p.Spec.Defaults.Ssthresh = ptr(int32(19))
 			p.Spec.Rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-001"}}
 			p.Spec.Rollout.Apply = &v1alpha1.ApplyPolicy{DeferredTimeout: &metav1.Duration{Duration: 5 * time.Minute},
 				MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Schedule: schedule, Duration: metav1.Duration{Duration: 10 * time.Minute}, TimeZone: "UTC"}}}
 		})
 		var rev string
-		waitFor(t, time.Minute, "the canary waits for its window", func() bool {
-			rev = getProfile(t).Status.CurrentRevision
-			return rev != stable && vehicleDeferred(t, "av-001", rev, "OutsideWindow") == ""
+		waitWhy(t, time.Minute, "the canary waits for its window", func() string {
+			if rev = getProfile(t).Status.CurrentRevision; rev == stable {
+				return "no rollout started"
+			}
+			return vehicleDeferred(t, "av-001", rev, "OutsideWindow")
 		})
 		for _, n := range vehicleNodes(t, "av-001") {
 			if g := n.Status.Gate; g.NextWindow == nil || !g.NextWindow.Time.Equal(start) {
@@ -261,7 +304,8 @@ func testGates(t *testing.T) {
 	t.Run("a rollback is applied at once on a vehicle whose gate is closed", func(t *testing.T) {
 		stable := getProfile(t).Status.StableRevision
 		edit(t, func(p *v1alpha1.NetTuningProfile) {
-			p.Spec.Defaults.Ssthresh = ptr(int32(23))
+			withRollout(p)
+			p.Spec.Defaults.Ssthresh = ptr(int32(18))
 			p.Spec.Rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-001"}}
 			p.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{Pause: &v1alpha1.PauseStep{}}}
 			p.Spec.Rollout.Apply = nil
@@ -272,6 +316,7 @@ func testGates(t *testing.T) {
 			rev = p.Status.CurrentRevision
 			return rev != stable && p.Status.Phase == v1alpha1.PhasePaused && vehicleVerified(t, "av-001", rev)
 		})
+		openAfter(t, "av-001")
 		setGate(t, "av-001", "closed driving autonomously")
 		waitFor(t, 30*time.Second, "av-001's agents read their gate closed", func() bool { return gateClosedOnAgents("av-001") == nil })
 		rolled := time.Now()
@@ -287,7 +332,7 @@ func testGates(t *testing.T) {
 				t.Errorf("%s: spec.applyPolicy %+v, want immediate naming the rollback", n.Name, a)
 			}
 		}
-		assertRoutes(t, "ssthresh lock 24", func(vehicle, host, route string) bool { return vehicle == "av-001" })
+		assertRoutes(t, "ssthresh lock 19", func(vehicle, host, route string) bool { return vehicle == "av-001" })
 		setGate(t, "av-001", "open")
 	})
 }
