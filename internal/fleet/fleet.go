@@ -46,8 +46,8 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/internal/pki"
 	"github.com/nettune/nettune/internal/testenv"
-	"github.com/nettune/nettune/internal/testpki"
 	"github.com/nettune/nettune/test/testbed"
 )
 
@@ -152,7 +152,7 @@ type Fleet struct {
 	// secure is what a secure fleet made (nil without Options.Secure);
 	// ca signed its own gateway's and Prometheus' certificates.
 	secure *secureState
-	ca     *testpki.CA
+	ca     *pki.CA
 }
 
 // NodeName is the Node of a vehicle's host.

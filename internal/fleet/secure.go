@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/internal/httpauth"
+	"github.com/nettune/nettune/internal/pki"
 	"github.com/nettune/nettune/internal/testenv"
-	"github.com/nettune/nettune/internal/testpki"
 )
 
 // The Secrets a secure fleet (Options.Secure) makes in Namespace for the
@@ -124,12 +124,12 @@ func checkSecureOptions(o Options) error {
 }
 
 // newFleetCA is the CA of a secure fleet's own gateway and Prometheus.
-func newFleetCA() (*testpki.CA, error) {
+func newFleetCA() (*pki.CA, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
 		return nil, err
 	}
-	return testpki.NewCA("nettune-fleet-ca", serial.Add(serial, big.NewInt(1)), 24*time.Hour)
+	return pki.NewCA("nettune-fleet-ca", serial.Add(serial, big.NewInt(1)), 24*time.Hour)
 }
 
 // startSecureLoki starts, for a secure fleet, Loki with auth and the

@@ -23,7 +23,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 // signer is the CA that kube-controller-manager's csrsigning controller signs
@@ -31,7 +31,7 @@ import (
 // client authentication: its certificate is appended to the API server's
 // client CA bundle, which kube-apiserver reloads when the file changes.
 type signer struct {
-	ca *testpki.CA
+	ca *pki.CA
 	// CertFile and KeyFile hold the PEM files kube-controller-manager reads.
 	CertFile, KeyFile string
 }
@@ -40,7 +40,7 @@ func newSigner(dir string) (*signer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ca, err := testpki.NewCA("nettune-hubtest-csr-signer", big.NewInt(time.Now().UnixNano()), 10*365*24*time.Hour)
+	ca, err := pki.NewCA("nettune-hubtest-csr-signer", big.NewInt(time.Now().UnixNano()), 10*365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func newSigner(dir string) (*signer, error) {
 	if err := os.WriteFile(s.CertFile, ca.CertPEM, 0o644); err != nil {
 		return nil, err
 	}
-	if err := testpki.WriteKey(s.KeyFile, ca.Key); err != nil {
+	if err := pki.WriteKey(s.KeyFile, ca.Key); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -60,7 +60,7 @@ func newSigner(dir string) (*signer, error) {
 
 // clientCert issues a client certificate for user (CN) in groups (O).
 func (s *signer) clientCert(user string, groups []string) (certPEM, keyPEM []byte, err error) {
-	return s.ca.Issue(testpki.Cert{Serial: big.NewInt(time.Now().UnixNano()), CommonName: user, Organization: groups, Validity: 24 * time.Hour})
+	return s.ca.Issue(pki.Cert{Serial: big.NewInt(time.Now().UnixNano()), CommonName: user, Organization: groups, Validity: 24 * time.Hour})
 }
 
 // trustIn appends the signer's certificate to a CA bundle file.

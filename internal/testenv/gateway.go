@@ -35,7 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 const (
@@ -83,7 +83,7 @@ type Gateway struct {
 	URL string
 	// CA signed the gateway's certificate; CAPEM is its certificate,
 	// PEM-encoded: the only CA a client should trust.
-	CA    *testpki.CA
+	CA    *pki.CA
 	CAPEM []byte
 
 	mu         sync.Mutex
@@ -125,7 +125,7 @@ type GatewayOptions struct {
 	// the CA (ssl_verify_client on); without one nginx answers 400.
 	RequireClientCert bool
 	// CA signs the gateway's certificate; nil: a new CA for this gateway.
-	CA *testpki.CA
+	CA *pki.CA
 }
 
 var (

@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 const (
@@ -56,7 +56,7 @@ type Prometheus struct {
 	URL string
 	// CA signed the server certificate (nil without TLS); CAPEM is its
 	// certificate, PEM-encoded, for clients to trust.
-	CA    *testpki.CA
+	CA    *pki.CA
 	CAPEM []byte
 	// Username and Password are the credentials the helpers (WaitForQuery)
 	// send; StartPrometheusOpts sets them to the first of Users by name.
@@ -77,7 +77,7 @@ type PrometheusOptions struct {
 	// and localhost signed by CA.
 	TLS bool
 	// CA signs the server certificate; nil: a new CA made for this Prometheus.
-	CA *testpki.CA
+	CA *pki.CA
 	// RequireClientCert (with TLS) requires a client certificate signed by CA
 	// (client_auth_type: RequireAndVerifyClientCert).
 	RequireClientCert bool

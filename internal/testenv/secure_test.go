@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 // requireTools skips the test when one of bins is missing, unless
@@ -222,7 +222,7 @@ func echoUpstream(t *testing.T) string {
 // otherCAClient trusts a CA other than the gateway's.
 func otherCAClient(t *testing.T) *http.Client {
 	t.Helper()
-	other, err := testpki.NewCA("other-ca", big.NewInt(1), time.Hour)
+	other, err := pki.NewCA("other-ca", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestGatewayClientCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, newTLSClient(noCert), gw.URL, ok, http.StatusBadRequest)
-	other, err := testpki.NewCA("other-ca", big.NewInt(1), time.Hour)
+	other, err := pki.NewCA("other-ca", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

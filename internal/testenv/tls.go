@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/internal/httpauth"
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 // certValidity is how long the certificates of a fixture are valid.
@@ -37,7 +37,7 @@ const certValidity = 24 * time.Hour
 // serverPKI is the TLS material a fixture serves with, in its directory:
 // ca.crt (the CA), server.crt and server.key (for 127.0.0.1 and localhost).
 type serverPKI struct {
-	ca       *testpki.CA
+	ca       *pki.CA
 	caFile   string
 	certFile string
 	keyFile  string
@@ -45,14 +45,14 @@ type serverPKI struct {
 
 // newServerPKI makes a CA named name (unless ca is given) and a server
 // certificate for IP 127.0.0.1 and DNS localhost, and writes them into dir.
-func newServerPKI(dir, name string, ca *testpki.CA) (*serverPKI, error) {
+func newServerPKI(dir, name string, ca *pki.CA) (*serverPKI, error) {
 	if ca == nil {
 		var err error
-		if ca, err = testpki.NewCA(name, randomSerial(), certValidity); err != nil {
+		if ca, err = pki.NewCA(name, randomSerial(), certValidity); err != nil {
 			return nil, err
 		}
 	}
-	certPEM, keyPEM, err := ca.Issue(testpki.Cert{
+	certPEM, keyPEM, err := ca.Issue(pki.Cert{
 		Serial:      randomSerial(),
 		CommonName:  "127.0.0.1",
 		DNSNames:    []string{"localhost"},
@@ -88,8 +88,8 @@ func randomSerial() *big.Int {
 }
 
 // issueClientCert signs a client certificate for commonName with ca.
-func issueClientCert(ca *testpki.CA, commonName string) (certPEM, keyPEM []byte, err error) {
-	return ca.Issue(testpki.Cert{Serial: randomSerial(), CommonName: commonName, Validity: certValidity})
+func issueClientCert(ca *pki.CA, commonName string) (certPEM, keyPEM []byte, err error) {
+	return ca.Issue(pki.Cert{Serial: randomSerial(), CommonName: commonName, Validity: certValidity})
 }
 
 // clientTLSConfig trusts only caPEM and presents the client certificate

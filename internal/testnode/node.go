@@ -83,7 +83,7 @@ type Node struct {
 	// Timings of the start, by phase.
 	Timings []Timing
 
-	pki   *pki
+	pki   *nodePKI
 	procs map[string]*proc
 	order []string // start order; stopped in reverse
 }
@@ -277,7 +277,7 @@ func (n *Node) setupNetwork() error {
 }
 
 func (n *Node) setupPKI() error {
-	p, err := newPKI(n.Path("pki"))
+	p, err := newNodePKI(n.Path("pki"))
 	if err != nil {
 		return err
 	}

@@ -29,30 +29,30 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
-// pki is the node's certificate authority: one CA signs the API server's
+// nodePKI is the node's certificate authority: one CA signs the API server's
 // serving certificate and every client certificate (admin, kubelet,
 // controller manager, scheduler, the API server's kubelet client).
-type pki struct {
+type nodePKI struct {
 	dir    string
-	ca     *testpki.CA
+	ca     *pki.CA
 	serial int64
 }
 
 // validity is how long the CA and its certificates are valid.
 const validity = 7 * 24 * time.Hour
 
-func newPKI(dir string) (*pki, error) {
+func newNodePKI(dir string) (*nodePKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	ca, err := testpki.NewCA("nettune-node-ca", big.NewInt(1), validity)
+	ca, err := pki.NewCA("nettune-node-ca", big.NewInt(1), validity)
 	if err != nil {
 		return nil, err
 	}
-	p := &pki{dir: dir, ca: ca, serial: 1}
+	p := &nodePKI{dir: dir, ca: ca, serial: 1}
 	if err := os.WriteFile(p.path("ca.crt"), ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the CA: %w", err)
 	}
@@ -61,7 +61,7 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating the service-account key: %w", err)
 	}
-	if err := testpki.WriteKey(p.path("sa.key"), saKey); err != nil {
+	if err := pki.WriteKey(p.path("sa.key"), saKey); err != nil {
 		return nil, err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
@@ -74,14 +74,14 @@ func newPKI(dir string) (*pki, error) {
 	return p, nil
 }
 
-func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
+func (p *nodePKI) path(name string) string { return filepath.Join(p.dir, name) }
 
 // issue writes <name>.crt and <name>.key, signed by the CA: a server
 // certificate when hosts or ips are given, else a client certificate of
 // user cn in groups orgs.
-func (p *pki) issue(name, cn string, orgs []string, hosts []string, ips []net.IP) error {
+func (p *nodePKI) issue(name, cn string, orgs []string, hosts []string, ips []net.IP) error {
 	p.serial++
-	certPEM, keyPEM, err := p.ca.Issue(testpki.Cert{Serial: big.NewInt(p.serial), CommonName: cn, Organization: orgs,
+	certPEM, keyPEM, err := p.ca.Issue(pki.Cert{Serial: big.NewInt(p.serial), CommonName: cn, Organization: orgs,
 		DNSNames: hosts, IPAddresses: ips, Validity: validity})
 	if err != nil {
 		return fmt.Errorf("issuing %s: %w", name, err)
@@ -96,7 +96,7 @@ func (p *pki) issue(name, cn string, orgs []string, hosts []string, ips []net.IP
 }
 
 // kubeconfig writes a kubeconfig for the client certificate <name>.
-func (p *pki) kubeconfig(path, server, name string) error {
+func (p *nodePKI) kubeconfig(path, server, name string) error {
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:

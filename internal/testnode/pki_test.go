@@ -30,7 +30,7 @@ import (
 // and a client certificate verify against ca.crt for their use, and a
 // kubeconfig of the client certificate loads.
 func TestPKI(t *testing.T) {
-	p, err := newPKI(t.TempDir())
+	p, err := newNodePKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testpki
+package pki
 
 import (
 	"crypto/tls"
@@ -31,11 +31,11 @@ import (
 // TestCASignsClientAndServerCerts checks that the certificates the CA issues
 // verify against it for their use, and that the PEM pairs load.
 func TestCASignsClientAndServerCerts(t *testing.T) {
-	ca, err := NewCA("testpki-ca", big.NewInt(1), time.Hour)
+	ca, err := NewCA("pki-ca", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ca.Cert.IsCA || ca.Cert.Subject.CommonName != "testpki-ca" {
+	if !ca.Cert.IsCA || ca.Cert.Subject.CommonName != "pki-ca" {
 		t.Fatalf("CA certificate: IsCA %t, CN %q", ca.Cert.IsCA, ca.Cert.Subject.CommonName)
 	}
 	roots := x509.NewCertPool()
@@ -79,7 +79,7 @@ func TestCASignsClientAndServerCerts(t *testing.T) {
 
 // TestWriteKey checks the key file's mode and that it decodes.
 func TestWriteKey(t *testing.T) {
-	ca, err := NewCA("testpki-ca", big.NewInt(1), time.Hour)
+	ca, err := NewCA("pki-ca", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

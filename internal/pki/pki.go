@@ -14,11 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package testpki is the certificate authority of the test environments
-// (internal/testnode's single-node cluster, internal/hubtest's CSR signer):
-// ECDSA P-256 keys, a self-signed CA and the server and client certificates
-// it signs, PEM-encoded.
-package testpki
+// Package pki is a small certificate authority: ECDSA P-256 keys, a
+// self-signed CA and the server and client certificates it signs,
+// PEM-encoded. It signs the demo's secure stack (internal/fleet: the Loki
+// gateway's and Prometheus' certificates and the clients', through
+// internal/stack) and the test rigs' clusters (test/framework/testnode's
+// single-node cluster, test/framework/hubtest's CSR signer).
+package pki
 
 import (
 	"crypto/ecdsa"
