@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package fleet starts the whole product on one machine: a local
 // kube-apiserver and etcd, Loki, Prometheus scraping the agents and the
-// controller, the controller, and simulated vehicles — testbed network
+// controller, the controller, and simulated vehicles — vehiclesim network
 // namespaces whose hosts are registered as Nodes and each run a real
 // nettune-agent (real netlink in the host's namespace, real probe traffic).
 // The demo and the end-to-end tests run on it.
@@ -48,7 +48,7 @@ import (
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/pki"
 	"github.com/nettune/nettune/internal/testenv"
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 // Namespace holds the controller's revisions.
@@ -131,7 +131,7 @@ type Fleet struct {
 	// secure fleet (Options.Secure); nil otherwise.
 	Gateway *testenv.Gateway
 	// Vehicles by name.
-	Vehicles map[string]*testbed.Vehicle
+	Vehicles map[string]*vehiclesim.Vehicle
 	// ControllerMetrics is the controller's metrics address.
 	ControllerMetrics string
 
@@ -190,7 +190,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
+	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*vehiclesim.Vehicle{},
 		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}, rules: map[string][]string{}}
 	defer func() {
 		if err != nil {
@@ -270,7 +270,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 
 	began = time.Now()
 	for _, vs := range o.Vehicles {
-		v, err := testbed.New(ctx, testbed.Options{Name: vs.Name, Hosts: vs.Hosts, Rate: LANRate})
+		v, err := vehiclesim.New(ctx, vehiclesim.Options{Name: vs.Name, Hosts: vs.Hosts, Rate: LANRate})
 		if err != nil {
 			return nil, fmt.Errorf("vehicle %s: %w", vs.Name, err)
 		}
@@ -303,7 +303,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	return f, nil
 }
 
-func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *testbed.Host) error {
+func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *vehiclesim.Host) error {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: NodeName(vs.Name, h.Name),
 		Labels: map[string]string{
@@ -827,12 +827,12 @@ func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 		if t.IncastBytes > 0 {
 			keep(func() error {
 				if t.IncastReconnect <= 0 {
-					_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+					_, err := vehiclesim.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
 					return err
 				}
 				rctx, cancel := context.WithTimeout(ctx, t.IncastReconnect)
 				defer cancel()
-				_, err := testbed.Burst(rctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+				_, err := vehiclesim.Burst(rctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
 				if rctx.Err() != nil && ctx.Err() == nil {
 					return nil // its time to reconnect, not a failure
 				}
@@ -841,7 +841,7 @@ func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 		}
 		if t.FloodBytes > 0 {
 			keep(func() error {
-				_, err := testbed.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], t.FloodBytes, t.FloodEvery)
+				_, err := vehiclesim.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], t.FloodBytes, t.FloodEvery)
 				return err
 			})
 		}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testbed
+package vehiclesim
 
 import (
 	"context"
@@ -31,7 +31,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -64,7 +63,7 @@ const (
 var DefaultHosts = []string{"xavier-a", "xavier-b", "xavier-c", "xavier-d", "xavier-e", "xavier-f"}
 
 // ErrClosed is returned by scenarios and helpers started on a closed vehicle.
-var ErrClosed = errors.New("testbed: vehicle closed")
+var ErrClosed = errors.New("vehiclesim: vehicle closed")
 
 // Options describe a vehicle. The zero value is a six-host vehicle on a
 // 1 Gbit/s switch with a 128 KB buffer per port.
@@ -108,7 +107,7 @@ type Options struct {
 	Prefix string
 }
 
-// Vehicle is a running testbed: a switch namespace and one namespace per
+// Vehicle is a running simulated vehicle: a switch namespace and one namespace per
 // host. Close removes it.
 type Vehicle struct {
 	Name   string
@@ -663,30 +662,4 @@ func (v *Vehicle) close() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// NewT builds a vehicle for a test or benchmark and closes it in cleanup. It
-// skips tb when not root or iproute2 is missing, and fails it when New fails.
-func NewT(tb testing.TB, o Options) *Vehicle {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("testbed needs root (network namespaces)")
-	}
-	for _, bin := range []string{"ip", "tc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			tb.Skipf("testbed needs %s (iproute2): %v", bin, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	v, err := New(ctx, o)
-	if err != nil {
-		tb.Fatalf("testbed: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := v.Close(); err != nil {
-			tb.Errorf("testbed close: %v", err)
-		}
-	})
-	return v
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testbed
+package vehiclesim
 
 import (
 	"bufio"
@@ -44,6 +44,32 @@ func requireRoot(t *testing.T) {
 			t.Skipf("needs %s: %v", bin, err)
 		}
 	}
+}
+
+// newT builds a vehicle for a test and closes it in cleanup. It skips tb
+// when not root or iproute2 is missing, and fails it when New fails.
+func newT(tb testing.TB, o Options) *Vehicle {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("vehiclesim needs root (network namespaces)")
+	}
+	for _, bin := range []string{"ip", "tc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			tb.Skipf("vehiclesim needs %s (iproute2): %v", bin, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := New(ctx, o)
+	if err != nil {
+		tb.Fatalf("vehiclesim: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := v.Close(); err != nil {
+			tb.Errorf("vehiclesim close: %v", err)
+		}
+	})
+	return v
 }
 
 // netnsList returns the names `ip netns list` prints.
@@ -307,7 +333,7 @@ func TestVehicleUpDown(t *testing.T) {
 	}
 
 	// Processes: two through Run (one with children), one started around
-	// the testbed, and a bulk transfer running when Close comes.
+	// the vehicle, and a bulk transfer running when Close comes.
 	cmds := []*exec.Cmd{
 		a.Run(ctx, "sleep", "300"),
 		b.Run(ctx, "sh", "-c", "sleep 301 & sleep 302 & wait"),
@@ -480,7 +506,7 @@ func TestSwitchBufferOverflows(t *testing.T) {
 	// machine under load forwards less than a port drains, so whether the
 	// buffer overflows depended on the machine, not on the switch. The
 	// buffer is the real 128 KB either way.
-	v := NewT(t, Options{Rate: "200mbit"})
+	v := newT(t, Options{Rate: "200mbit"})
 	recv, senders := v.Hosts[0], v.Hosts[1:]
 	port := recv.SwitchPort
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -637,11 +663,11 @@ func connectOnce(t *testing.T, from, to *Host) {
 
 func TestScenarios(t *testing.T) {
 	requireRoot(t)
-	v := NewT(t, Options{Hosts: []string{"orin-a", "orin-b", "orin-c"}})
+	v := newT(t, Options{Hosts: []string{"orin-a", "orin-b", "orin-c"}})
 	a, b, c := v.Hosts[0], v.Hosts[1], v.Hosts[2]
 
 	// A bulk copy is held to the line rate by the switch. The transfer's
-	// second includes its connect: a fresh testbed's first SYN can go
+	// second includes its connect: a fresh vehicle's first SYN can go
 	// unanswered on a loaded machine and its retransmission comes after 1 s
 	// (CI: "connect orin-a -> ...: i/o timeout"), so the path carries one
 	// connection first.

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package testbed builds a vehicle network out of Linux network namespaces,
-// for tests, benchmarks and the demo: the compute units (Xavier/Orin) of one
-// vehicle behind one 1 Gbit/s switch whose ports have a 128 KB buffer, and
-// the cross traffic of the field reports (shared/seeds/000_*) that overflows
-// it. Loss is real buffer overflow: this kernel has no netem.
+// Package vehiclesim simulates a vehicle's network with Linux network
+// namespaces, for the demo (internal/fleet), the benchmarks and the tests:
+// the compute units (Xavier/Orin) of one vehicle behind one 1 Gbit/s switch
+// whose ports have a 128 KB buffer, and the cross traffic of the field
+// reports (shared/seeds/000_*) that overflows it. Loss is real buffer
+// overflow: this kernel has no netem.
 //
 // # Topology
 //
@@ -36,7 +37,7 @@ limitations under the License.
 // moved straight into the host namespace, so no LAN interface ever exists in
 // the root namespace. Host i (1-based) is .(10+i) of Options.Subnet (default
 // 10.77.N.0/24, N = the trailing number of the vehicle name, "av-007" -> 7).
-// IPv6 is disabled in every testbed namespace (no DAD/MLD chatter in the
+// IPv6 is disabled in every namespace of a vehicle (no DAD/MLD chatter in the
 // switch counters) and the switch does not pass bridged frames to netfilter.
 //
 // # The switch buffer
@@ -135,10 +136,10 @@ limitations under the License.
 // Every frame is forwarded by the CPU, and tbf waits on timers: an incast
 // overflows a port only while the machine can push five senders at 1 Gbit/s
 // each. On a loaded machine some rounds fall short of overflowing (the
-// tests run rounds until one does); latencies measured here are testbed
-// latencies, to be compared between configurations on the same machine, not
-// with the vehicle's. There is no artificial delay (no netem): the idle RTT
+// tests run rounds until one does); latencies measured here are the
+// simulation's, to be compared between configurations on the same machine,
+// not with the vehicle's. There is no artificial delay (no netem): the idle RTT
 // between two idle hosts is a few microseconds (median 6 µs here, TCP
 // ping-pong), against 0.25 ms on the vehicle; under load the 128 KB queue
 // (1 ms at 1 Gbit/s) dominates, as there.
-package testbed
+package vehiclesim

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testbed
+package vehiclesim
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"time"
 )
 
-// TestEvidence measures the testbed under configuration variants (NIC
+// TestEvidence measures the simulated vehicle under configuration variants (NIC
 // shaping, offloads, bucket size) and logs a table; it asserts nothing about
 // the numbers. Run with NETTUNE_TESTBED_EVIDENCE=1 -v.
 func TestEvidence(t *testing.T) {
@@ -59,7 +59,7 @@ func TestEvidence(t *testing.T) {
 	}
 	var rows []string
 	for _, vr := range variants {
-		v := NewT(t, vr.o)
+		v := newT(t, vr.o)
 		a, b, c := v.Hosts[0], v.Hosts[1], v.Hosts[2]
 		// 1. bulk a -> b for 2 s.
 		before, _ := v.SwitchStats()

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testbed
+package vehiclesim
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func killNetnsProcs(names []string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("processes still running in the testbed namespaces after SIGKILL: %v", procs)
+			return fmt.Errorf("processes still running in the vehicle's namespaces after SIGKILL: %v", procs)
 		}
 		for pid := range procs {
 			_ = unix.Kill(pid, syscall.SIGKILL)
@@ -144,7 +144,7 @@ func removeAll(nss, links []string) error {
 }
 
 // ownerPID parses the owner pid out of <prefix><pid>-<id>-<role>; 0 when the
-// name is not the testbed's.
+// name is not a simulated vehicle's.
 func ownerPID(prefix, name string) int {
 	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok {
