@@ -47,7 +47,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/pki"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/internal/stack"
 	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
@@ -80,7 +80,7 @@ type Options struct {
 	ControlPlane *localcp.ControlPlane
 	// Loki, when set, is a Loki shared with other fleets (the fleet's
 	// central Loki at a hub); Close leaves it running.
-	Loki *testenv.Loki
+	Loki *stack.Loki
 	// NoPrometheus starts no Prometheus (analyses then read Loki only).
 	NoPrometheus bool
 	// Ledger, when set, records what the fleet makes outside this process
@@ -106,7 +106,7 @@ type Options struct {
 	// Gateway, with Secure and a shared Loki, is the gateway in front of
 	// it, on which LokiUsers are users allowed Tenant; Close leaves it
 	// running. A secure fleet with its own Loki starts its own gateway.
-	Gateway *testenv.Gateway
+	Gateway *stack.Gateway
 	// LokiUsers are the fleet's users on Gateway; nil with its own
 	// gateway: made with random passwords.
 	LokiUsers *LokiUsers
@@ -125,11 +125,11 @@ func DefaultVehicles(n int) []VehicleSpec {
 type Fleet struct {
 	Dir        string
 	CP         *localcp.ControlPlane
-	Loki       *testenv.Loki
-	Prometheus *testenv.Prometheus
+	Loki       *stack.Loki
+	Prometheus *stack.Prometheus
 	// Gateway is the TLS and basic-auth gateway in front of Loki of a
 	// secure fleet (Options.Secure); nil otherwise.
-	Gateway *testenv.Gateway
+	Gateway *stack.Gateway
 	// Vehicles by name.
 	Vehicles map[string]*vehiclesim.Vehicle
 	// ControllerMetrics is the controller's metrics address.
@@ -203,7 +203,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		f.CP, f.sharedCP = o.ControlPlane, true
 	} else {
 		// etcd and kube-apiserver die with this process, as the other
-		// services do (startProc, testenv).
+		// services do (startProc, internal/stack).
 		f.CP, err = localcp.StartWith(localcp.Options{StateDir: filepath.Join(o.Dir, "controlplane"), DieWithProcess: true})
 		if err != nil {
 			return nil, fmt.Errorf("control plane: %w", err)
@@ -224,7 +224,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		}
 	} else if o.Loki != nil {
 		f.Loki, f.sharedLoki = o.Loki, true
-	} else if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
+	} else if f.Loki, err = stack.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
 		return nil, err
 	} else if err := o.Ledger.Children(); err != nil {
 		return nil, err
@@ -247,13 +247,13 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	f.ControllerMetrics = fmt.Sprintf("127.0.0.1:%d", ports[len(nodes)])
 	targets = append(targets, f.ControllerMetrics)
 	if !o.NoPrometheus {
-		popts := testenv.PrometheusOptions{Targets: targets}
+		popts := stack.PrometheusOptions{Targets: targets}
 		if o.Secure {
 			if popts, err = f.securePrometheusOptions(targets); err != nil {
 				return nil, err
 			}
 		}
-		if f.Prometheus, err = testenv.RunPrometheusOpts(filepath.Join(o.Dir, "prometheus"), popts); err != nil {
+		if f.Prometheus, err = stack.RunPrometheusOpts(filepath.Join(o.Dir, "prometheus"), popts); err != nil {
 			return nil, err
 		}
 		if err := o.Ledger.Children(); err != nil {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"bytes"
@@ -32,7 +32,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/nettune/nettune/internal/pki"
@@ -51,7 +50,8 @@ const (
 
 // GatewayGenerationHeader is set on every answer of the gateway (401, 403 and
 // 429 included) to the generation of the configuration that answered; each
-// start, reload and password change makes a new one. The fixture waits on it.
+// start, reload and password change makes a new one. The gateway's own
+// probe waits on it.
 const GatewayGenerationHeader = "X-Nettune-Gateway-Generation"
 
 // Gateway is a TLS and basic-auth gateway in front of a service (Loki): a
@@ -59,7 +59,7 @@ const GatewayGenerationHeader = "X-Nettune-Gateway-Generation"
 // port, as a user's observability stack puts one in front of Loki.
 //
 // It serves HTTPS with a certificate for IP 127.0.0.1 and DNS localhost
-// signed by a test CA (clients must trust CAPEM), authenticates users with
+// signed by its own CA or the caller's (clients must trust CAPEM), authenticates users with
 // basic auth against an htpasswd file of bcrypt hashes (made by htpasswd -B)
 // or with a bearer token, and enforces each user's tenants: a request whose
 // X-Scope-OrgID (one tenant, or several joined by "|") names a tenant the
@@ -73,11 +73,11 @@ const GatewayGenerationHeader = "X-Nettune-Gateway-Generation"
 // Connections are not kept alive, so every request after a reload is
 // answered by the new configuration.
 //
-// nginx (a master and one worker, as root when the test runs as root) runs
-// as the init of its own PID namespace when the kernel allows it, so that
-// its worker dies with the master, which is killed if the test binary dies.
-// Its configuration, pid, logs and temp files are in a temp dir removed when
-// the test ends.
+// nginx (a master and one worker, as root when the caller runs as root)
+// runs as the init of its own PID namespace when the kernel allows it, so
+// that its worker dies with the master, which is killed if the process that
+// started it dies. Its configuration, pid, logs and temp files are in the
+// caller's directory.
 type Gateway struct {
 	// URL is the base address, e.g. https://127.0.0.1:34567.
 	URL string
@@ -85,6 +85,9 @@ type Gateway struct {
 	// PEM-encoded: the only CA a client should trust.
 	CA    *pki.CA
 	CAPEM []byte
+	// Logf, if set, is told what SetMode, SetPassword, Stop and Start do;
+	// nil says nothing. Set it before sharing the gateway.
+	Logf func(format string, args ...any)
 
 	mu         sync.Mutex
 	dir        string
@@ -114,7 +117,7 @@ type GatewayUser struct {
 	Tenants []string
 }
 
-// GatewayOptions configures StartGateway.
+// GatewayOptions configures RunGateway.
 type GatewayOptions struct {
 	// Upstream is the plain-HTTP base address requests are passed to, e.g.
 	// Loki's URL (http://127.0.0.1:PORT, no path).
@@ -134,38 +137,10 @@ var (
 	gatewayModeRE  = regexp.MustCompile(`^[45][0-9][0-9]$`)
 )
 
-// StartGateway starts nginx in front of opts.Upstream and waits until it
-// answers with its configuration. It fails the test if nginx (Debian's
-// nginx-light) or htpasswd (apache2-utils) is missing: hack/deps.sh installs
-// them. nginx is killed and its directory removed when the test ends.
-func StartGateway(t testing.TB, opts GatewayOptions) *Gateway {
-	t.Helper()
-	if missing := missingGatewayTools(); len(missing) > 0 {
-		t.Fatalf("testenv: %s missing: run hack/deps.sh (Debian packages nginx-light, apache2-utils)", strings.Join(missing, ", "))
-	}
-	for attempt := 1; ; attempt++ {
-		dir, err := os.MkdirTemp("", "nettune-gateway-")
-		if err != nil {
-			t.Fatalf("testenv: %v", err)
-		}
-		began := time.Now()
-		g, err := launchGateway(dir, opts)
-		if err == nil {
-			t.Cleanup(func() { g.cleanup(t) })
-			t.Logf("testenv: gateway ready at %s in front of %s in %v (dir %s)", g.URL, opts.Upstream, time.Since(began).Round(time.Millisecond), dir)
-			return g
-		}
-		os.RemoveAll(dir)
-		if errors.Is(err, errRetry) && attempt < startAttempts {
-			t.Logf("testenv: %v; retrying on another port", err)
-			continue
-		}
-		t.Fatalf("testenv: starting the gateway: %v", err)
-	}
-}
-
-// RunGateway starts the gateway outside a test (a demo), with its files in
-// dir (emptied first). Close stops it.
+// RunGateway starts nginx in front of opts.Upstream with its files in dir
+// (emptied first), and waits until it answers with its configuration. It
+// fails if nginx (Debian's nginx-light) or htpasswd (apache2-utils) is
+// missing: hack/deps.sh installs them. Close stops it.
 func RunGateway(dir string, opts GatewayOptions) (*Gateway, error) {
 	if missing := missingGatewayTools(); len(missing) > 0 {
 		return nil, fmt.Errorf("%s missing: run hack/deps.sh (Debian packages nginx-light, apache2-utils)", strings.Join(missing, ", "))
@@ -173,8 +148,8 @@ func RunGateway(dir string, opts GatewayOptions) (*Gateway, error) {
 	return runInDir("gateway", dir, func() (*Gateway, error) { return launchGateway(dir, opts) })
 }
 
-// MissingGatewayTools lists the programs StartGateway needs that are not
-// installed (nginx, htpasswd); tests may skip on them.
+// MissingGatewayTools lists the programs RunGateway needs that are not
+// installed (nginx, htpasswd); callers may skip on them.
 func MissingGatewayTools() []string { return missingGatewayTools() }
 
 func missingGatewayTools() []string {
@@ -195,16 +170,26 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-func (g *Gateway) cleanup(t testing.TB) {
+// Dir is the directory of the gateway's configuration, TLS material and logs.
+func (g *Gateway) Dir() string { return g.dir }
+
+// Running reports whether nginx runs (it does not after Stop).
+func (g *Gateway) Running() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.proc.stop()
-	if t.Failed() {
-		t.Logf("last %d lines of the gateway's error log (%s):\n%s", logTailLines, g.proc.logPath, g.proc.logTail(logTailLines))
-		t.Logf("last %d lines of the gateway's access log:\n%s", logTailLines, tailFile(filepath.Join(g.dir, "access.log"), logTailLines))
-	}
-	if err := os.RemoveAll(g.dir); err != nil {
-		t.Logf("removing %s: %v", g.dir, err)
+	return g.proc.running()
+}
+
+// LogPath is the file nginx's error log goes to.
+func (g *Gateway) LogPath() string { return filepath.Join(g.dir, "error.log") }
+
+// LogTail is the last n lines of nginx's error log.
+func (g *Gateway) LogTail(n int) string { return tailFile(g.LogPath(), n) }
+
+// logf passes a note to g.Logf, if set.
+func (g *Gateway) logf(format string, args ...any) {
+	if g.Logf != nil {
+		g.Logf(format, args...)
 	}
 }
 
@@ -333,7 +318,7 @@ func writeFileAtomic(path string, b []byte) error {
 func (g *Gateway) config() string {
 	d := g.dir
 	var b strings.Builder
-	fmt.Fprintf(&b, `# Written by internal/testenv (generation %[2]d).
+	fmt.Fprintf(&b, `# Written by internal/stack (generation %[2]d).
 %[3]sworker_processes 1;
 # A reload waits for the old worker to exit: bound it.
 worker_shutdown_timeout 5s;
@@ -450,7 +435,7 @@ http {
 }
 
 // userDirective runs the worker as root when the master is root: it reads
-// the htpasswd file of the test's (0700) directory on every request.
+// the htpasswd file (mode 0600) on every request.
 func userDirective() string {
 	if os.Geteuid() == 0 {
 		return "user root;\n"
@@ -466,7 +451,7 @@ func (g *Gateway) startProcess() error {
 	p, err := startProcessFlags("nginx", nginxBin, args, g.dir, logPath, syscall.CLONE_NEWPID)
 	if err != nil {
 		// Not allowed (no CAP_SYS_ADMIN): a worker may outlive a crashed
-		// test binary, but the test's cleanup still kills its group.
+		// parent process, but Close still kills its group.
 		p, err = startProcess("nginx", nginxBin, args, g.dir, logPath)
 	}
 	if err != nil {
@@ -515,20 +500,19 @@ func (g *Gateway) waitGeneration() error {
 }
 
 // reload writes the files and, if nginx runs, makes it load them (SIGHUP)
-// and waits until it answers with the new generation.
-func (g *Gateway) reload(t testing.TB, what string) {
-	t.Helper()
+// and waits until it answers with the new generation. Called with g.mu held.
+func (g *Gateway) reload(what string) error {
 	if err := g.writeFiles(); err != nil {
-		t.Fatalf("testenv: gateway %s: %v", what, err)
+		return fmt.Errorf("gateway %s: %w", what, err)
 	}
 	if !g.proc.running() {
-		return // Start loads it
+		return nil // Start loads it
 	}
 	began := time.Now()
 	master := g.proc.cmd.Process.Pid
 	old := childPIDs(master)
 	if err := syscall.Kill(master, syscall.SIGHUP); err != nil {
-		t.Fatalf("testenv: gateway %s: SIGHUP to nginx: %v", what, err)
+		return fmt.Errorf("gateway %s: SIGHUP to nginx: %w", what, err)
 	}
 	// The master starts a worker on the new configuration, then tells the
 	// old one to stop accepting and exit: once it is gone, every connection
@@ -545,57 +529,55 @@ func (g *Gateway) reload(t testing.TB, what string) {
 			break
 		}
 		if !g.proc.running() || time.Now().After(deadline) {
-			t.Fatalf("testenv: gateway %s: the old nginx worker(s) %v did not exit within %v of SIGHUP (nginx running: %t)\nlast %d lines of its error log:\n%s",
+			return fmt.Errorf("gateway %s: the old nginx worker(s) %v did not exit within %v of SIGHUP (nginx running: %t)\nlast %d lines of its error log:\n%s",
 				what, left, gatewayReadyTimeout, g.proc.running(), logTailLines, g.proc.logTail(logTailLines))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := g.waitGeneration(); err != nil {
-		t.Fatalf("testenv: gateway %s: %v\nlast %d lines of its error log:\n%s", what, err, logTailLines, g.proc.logTail(logTailLines))
+		return fmt.Errorf("gateway %s: %v\nlast %d lines of its error log:\n%s", what, err, logTailLines, g.proc.logTail(logTailLines))
 	}
-	t.Logf("testenv: gateway at %s: %s in effect in %v (generation %d)", g.URL, what, time.Since(began).Round(time.Millisecond), g.generation)
+	g.logf("gateway at %s: %s in effect in %v (generation %d)", g.URL, what, time.Since(began).Round(time.Millisecond), g.generation)
+	return nil
 }
 
 // SetMode changes how the gateway answers and waits until the change is in
 // effect: "" is normal, an HTTP status from 400 to 599 ("429", "503") makes
 // every request answer it. On a stopped gateway, Start applies it.
-func (g *Gateway) SetMode(t testing.TB, mode string) {
-	t.Helper()
+func (g *Gateway) SetMode(mode string) error {
 	if mode != "" && !gatewayModeRE.MatchString(mode) {
-		t.Fatalf("testenv: Gateway.SetMode(%q): want \"\" or an HTTP status 400-599", mode)
+		return fmt.Errorf("Gateway.SetMode(%q): want \"\" or an HTTP status 400-599", mode)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.mode = mode
-	g.reload(t, fmt.Sprintf("mode %q", mode))
+	return g.reload(fmt.Sprintf("mode %q", mode))
 }
 
 // SetPassword rotates user's password (a new bcrypt hash in htpasswd) and
 // waits until the new one is in effect: the old one gets 401 from then on.
-func (g *Gateway) SetPassword(t testing.TB, user, password string) {
-	t.Helper()
+func (g *Gateway) SetPassword(user, password string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	u, ok := g.users[user]
 	if !ok {
-		t.Fatalf("testenv: Gateway.SetPassword: no user %q", user)
+		return fmt.Errorf("Gateway.SetPassword: no user %q", user)
 	}
 	u.Password = password
 	delete(g.hashes, user)
 	if password != "" {
 		hash, err := bcryptHash(user, password)
 		if err != nil {
-			t.Fatalf("testenv: Gateway.SetPassword: %v", err)
+			return fmt.Errorf("Gateway.SetPassword: %w", err)
 		}
 		g.hashes[user] = user + ":" + hash
 	}
-	g.reload(t, fmt.Sprintf("password of %q rotated", user))
+	return g.reload(fmt.Sprintf("password of %q rotated", user))
 }
 
 // Stop shuts the gateway down (SIGTERM, SIGKILL after 10s) and returns once
 // its port refuses connections. Start brings it back on the same port.
-func (g *Gateway) Stop(t testing.TB) {
-	t.Helper()
+func (g *Gateway) Stop() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p := g.proc
@@ -604,7 +586,7 @@ func (g *Gateway) Stop(t testing.TB) {
 		select {
 		case <-p.exited:
 		case <-time.After(gatewayStopTimeout):
-			t.Logf("testenv: nginx did not stop within %v of SIGTERM; killing it", gatewayStopTimeout)
+			g.logf("nginx did not stop within %v of SIGTERM; killing it", gatewayStopTimeout)
 		}
 		p.stop()
 	}
@@ -617,31 +599,32 @@ func (g *Gateway) Stop(t testing.TB) {
 		}
 		c.Close()
 		if time.Now().After(deadline) {
-			t.Fatalf("testenv: gateway stopped but %s still accepts connections after %v", addr, gatewayStopTimeout)
+			return fmt.Errorf("gateway stopped but %s still accepts connections after %v", addr, gatewayStopTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("testenv: gateway at %s stopped", g.URL)
+	g.logf("gateway at %s stopped", g.URL)
+	return nil
 }
 
 // Start starts the gateway again after Stop, on the same port with the same
 // files (and any mode or password set meanwhile), and waits until it answers.
-// It fails the test if the gateway is running or its port was taken.
-func (g *Gateway) Start(t testing.TB) {
-	t.Helper()
+// It fails if the gateway is running or its port was taken.
+func (g *Gateway) Start() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.proc.running() {
-		t.Fatalf("testenv: Gateway.Start: the gateway at %s is running (call Stop first)", g.URL)
+		return fmt.Errorf("Gateway.Start: the gateway at %s is running (call Stop first)", g.URL)
 	}
 	began := time.Now()
 	if err := g.writeFiles(); err != nil {
-		t.Fatalf("testenv: Gateway.Start: %v", err)
+		return fmt.Errorf("Gateway.Start: %w", err)
 	}
 	if err := g.startProcess(); err != nil {
-		t.Fatalf("testenv: Gateway.Start at %s: %v", g.URL, err)
+		return fmt.Errorf("Gateway.Start at %s: %w", g.URL, err)
 	}
-	t.Logf("testenv: gateway at %s started again in %v", g.URL, time.Since(began).Round(time.Millisecond))
+	g.logf("gateway at %s started again in %v", g.URL, time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // AccessLog is the last n lines of the gateway's access log: user, tenant,
@@ -652,29 +635,30 @@ func (g *Gateway) AccessLog(n int) string {
 
 // ClientCert signs a client certificate for commonName with the gateway's
 // CA and returns it and its key, PEM-encoded (for RequireClientCert).
-func (g *Gateway) ClientCert(t testing.TB, commonName string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	certPEM, keyPEM, err := issueClientCert(g.CA, commonName)
+func (g *Gateway) ClientCert(commonName string) (certPEM, keyPEM []byte, err error) {
+	certPEM, keyPEM, err = issueClientCert(g.CA, commonName)
 	if err != nil {
-		t.Fatalf("testenv: Gateway.ClientCert: %v", err)
+		return nil, nil, fmt.Errorf("Gateway.ClientCert: %w", err)
 	}
-	return certPEM, keyPEM
+	return certPEM, keyPEM, nil
 }
 
 // Client returns an HTTP client that trusts only the gateway's CA and, when
 // the gateway requires one, presents a client certificate signed by it. It
 // sends no credentials.
-func (g *Gateway) Client(t testing.TB) *http.Client {
-	t.Helper()
+func (g *Gateway) Client() (*http.Client, error) {
 	var certPEM, keyPEM []byte
 	if g.opts.RequireClientCert {
-		certPEM, keyPEM = g.ClientCert(t, "nettune-testenv-client")
+		var err error
+		if certPEM, keyPEM, err = g.ClientCert("nettune-testenv-client"); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := clientTLSConfig(g.CAPEM, certPEM, keyPEM)
 	if err != nil {
-		t.Fatalf("testenv: Gateway.Client: %v", err)
+		return nil, fmt.Errorf("Gateway.Client: %w", err)
 	}
-	return newTLSClient(cfg)
+	return newTLSClient(cfg), nil
 }
 
 // childPIDs lists the running children of pid (nginx's workers).

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"bytes"
@@ -30,7 +30,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/nettune/nettune/internal/localcp"
@@ -41,7 +40,8 @@ const (
 	// lokiCountRange is the range WaitForCount counts over when given a log
 	// selector: wide enough for samples pushed hours in the past.
 	lokiCountRange = "24h"
-	startAttempts  = 3
+	// startAttempts is how often a start is tried on new free ports.
+	startAttempts = 3
 )
 
 // Loki is a real single-binary Loki (bin/loki, `-target=all`) with filesystem
@@ -53,17 +53,19 @@ const (
 // Streams are stored with exactly the labels pushed (no service_name or
 // detected_level is added).
 //
-// StartLoki runs it with auth_enabled: false (one tenant, "fake", no
-// X-Scope-OrgID needed); StartLokiOpts with LokiOptions{Auth: true} runs it
+// RunLoki runs it with auth_enabled: false (one tenant, "fake", no
+// X-Scope-OrgID needed); RunLokiOpts with LokiOptions{Auth: true} runs it
 // multi-tenant, as Loki runs by default.
 type Loki struct {
 	// URL is the HTTP base address, e.g. http://127.0.0.1:34567.
 	URL string
 	// Tenant is the X-Scope-OrgID the helpers (Push, WaitForCount, queries)
-	// send; "" sends none. StartLokiOpts with Auth sets it to
+	// send; "" sends none. RunLokiOpts with Auth sets it to
 	// LokiOptions.Tenant (default DefaultLokiTenant). A query may name
 	// several tenants joined by "|" (multi-tenant queries are enabled).
 	Tenant string
+	// Logf, if set, is told what Stop and Restart do; nil says nothing.
+	Logf func(format string, args ...any)
 
 	dir  string
 	proc *process
@@ -72,7 +74,7 @@ type Loki struct {
 // DefaultLokiTenant is the Tenant of a Loki started with Auth and no Tenant.
 const DefaultLokiTenant = "nettune-test"
 
-// LokiOptions configures StartLokiOpts and RunLokiOpts.
+// LokiOptions configures RunLokiOpts.
 type LokiOptions struct {
 	// Auth runs Loki multi-tenant (auth_enabled: true, Loki's default, and
 	// querier.multi_tenant_queries_enabled: true): a push or query without
@@ -83,8 +85,8 @@ type LokiOptions struct {
 }
 
 // WithTenant returns a copy of l whose helpers send X-Scope-OrgID tenant
-// (several joined by "|" for queries). Use it for helper calls only: Stop and
-// Restart belong to the Loki StartLoki returned.
+// (several joined by "|" for queries). Use it for helper calls only: Close,
+// Stop and Restart belong to the Loki RunLoki returned.
 func (l *Loki) WithTenant(tenant string) *Loki {
 	c := *l
 	c.Tenant = tenant
@@ -105,62 +107,11 @@ type LokiEntry struct {
 	Line string
 }
 
-// StartLoki starts Loki and waits until /ready answers 200. It fails the test
-// if bin/loki is missing (`make tools` builds it). The process is killed and
-// its directory removed when the test ends.
-func StartLoki(t testing.TB) *Loki {
-	t.Helper()
-	return StartLokiOpts(t, LokiOptions{})
-}
-
-// StartLokiOpts is StartLoki with options, e.g. LokiOptions{Auth: true} for
-// a multi-tenant Loki.
-func StartLokiOpts(t testing.TB, opts LokiOptions) *Loki {
-	t.Helper()
-	root, err := localcp.RepoRoot()
-	if err != nil {
-		t.Fatalf("testenv: finding bin/loki: %v", err)
-	}
-	bin := filepath.Join(root, "bin", "loki")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("testenv: %s is missing (%v): run `make tools` to build Loki from the Go module proxy", bin, err)
-	}
-
-	for attempt := 1; ; attempt++ {
-		l, err := startLoki(t, bin, opts)
-		if err == nil {
-			return l
-		}
-		if errors.Is(err, errRetry) && attempt < startAttempts {
-			t.Logf("testenv: %v; retrying on other ports", err)
-			continue
-		}
-		t.Fatalf("testenv: starting Loki: %v", err)
-	}
-}
-
 // errRetry marks a start that failed because a port was taken meanwhile.
 var errRetry = errors.New("a listen port was taken before Loki bound it")
 
-func startLoki(t testing.TB, bin string, opts LokiOptions) (*Loki, error) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "nettune-loki-")
-	if err != nil {
-		return nil, err
-	}
-	began := time.Now()
-	l, err := launchLoki(bin, dir, opts)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	registerCleanup(t, l.proc, dir)
-	t.Logf("testenv: Loki ready at %s in %v (dir %s, auth %t, tenant %q)", l.URL, time.Since(began).Round(time.Millisecond), dir, opts.Auth, l.Tenant)
-	return l, nil
-}
-
-// RunLoki starts Loki outside a test (the demo), with its data in dir
-// (emptied first), on free ports, and waits until it is ready. Close stops it.
+// RunLoki starts Loki with its data in dir (emptied first), on free ports,
+// and waits until /ready answers 200. Close stops it.
 func RunLoki(dir string) (*Loki, error) {
 	return RunLokiOpts(dir, LokiOptions{})
 }
@@ -173,15 +124,34 @@ func RunLokiOpts(dir string, opts LokiOptions) (*Loki, error) {
 	}
 	bin := filepath.Join(root, "bin", "loki")
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s is missing (%v): run `make tools`", bin, err)
+		return nil, fmt.Errorf("%s is missing (%v): run `make tools` to build Loki from the Go module proxy", bin, err)
 	}
 	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir, opts) })
 }
 
-// Close stops a Loki started by RunLoki (its data stays in its directory).
+// Close stops Loki (its data stays in its directory).
 func (l *Loki) Close() error {
 	l.proc.stop()
 	return nil
+}
+
+// Dir is the directory of Loki's configuration, data and log.
+func (l *Loki) Dir() string { return l.dir }
+
+// Running reports whether the Loki process has not exited.
+func (l *Loki) Running() bool { return l.proc.running() }
+
+// LogPath is the file Loki's output goes to.
+func (l *Loki) LogPath() string { return l.proc.logPath }
+
+// LogTail is the last n lines of Loki's log.
+func (l *Loki) LogTail(n int) string { return l.proc.logTail(n) }
+
+// logf passes a note to l.Logf, if set.
+func (l *Loki) logf(format string, args ...any) {
+	if l.Logf != nil {
+		l.Logf(format, args...)
+	}
 }
 
 // launchLoki writes the configuration into dir and starts Loki there.
@@ -216,10 +186,10 @@ func launchLoki(bin, dir string, opts LokiOptions) (*Loki, error) {
 	return l, nil
 }
 
-// lokiConfig is a minimal single-binary configuration for tests; auth makes
-// it multi-tenant.
+// lokiConfig is a minimal single-binary configuration; auth makes it
+// multi-tenant.
 func lokiConfig(dir string, httpPort, grpcPort int, auth bool) string {
-	return fmt.Sprintf(`# Written by internal/testenv for one test.
+	return fmt.Sprintf(`# Written by internal/stack.
 auth_enabled: %[4]t
 
 server:
@@ -256,7 +226,7 @@ schema_config:
 
 ingester:
   # Out-of-order entries are accepted within max_chunk_age/2 of a stream's
-  # newest entry: 12h, so tests can push history in any order.
+  # newest entry: 12h, so callers can push history in any order.
   max_chunk_age: 24h
   chunk_idle_period: 1h
   wal:
@@ -268,7 +238,7 @@ ingester:
     final_sleep: 0s
 
 querier:
-  # Always ask the ingester: nothing is flushed during a test, and entries
+  # Always ask the ingester: nothing is flushed during a run, and entries
   # pushed with old timestamps would otherwise be invisible.
   query_ingesters_within: 0
   max_concurrent: 8
@@ -321,10 +291,9 @@ type lokiStream struct {
 	Values [][2]string       `json:"values"`
 }
 
-// Push sends entries as one stream with labels to /loki/api/v1/push and fails
-// the test unless Loki answers 2xx.
-func (l *Loki) Push(t testing.TB, labels map[string]string, entries []LokiEntry) {
-	t.Helper()
+// Push sends entries as one stream with labels to /loki/api/v1/push; an
+// answer other than 2xx is an error.
+func (l *Loki) Push(labels map[string]string, entries []LokiEntry) error {
 	stream := lokiStream{Stream: labels, Values: make([][2]string, 0, len(entries))}
 	for _, e := range entries {
 		stream.Values = append(stream.Values, [2]string{strconv.FormatInt(e.Time.UnixNano(), 10), e.Line})
@@ -333,11 +302,11 @@ func (l *Loki) Push(t testing.TB, labels map[string]string, entries []LokiEntry)
 		Streams []lokiStream `json:"streams"`
 	}{Streams: []lokiStream{stream}})
 	if err != nil {
-		t.Fatalf("testenv: encoding Loki push: %v", err)
+		return fmt.Errorf("encoding Loki push: %w", err)
 	}
 	req, err := http.NewRequest(http.MethodPost, l.URL+"/loki/api/v1/push", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("testenv: Loki push request: %v", err)
+		return fmt.Errorf("Loki push request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range l.header() {
@@ -345,24 +314,25 @@ func (l *Loki) Push(t testing.TB, labels map[string]string, entries []LokiEntry)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("testenv: pushing %d entries to Loki: %v", len(entries), err)
+		return fmt.Errorf("pushing %d entries to Loki: %w", len(entries), err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode/100 != 2 {
-		t.Fatalf("testenv: pushing %d entries %v to Loki (tenant %q): HTTP %d: %s", len(entries), labels, l.Tenant, resp.StatusCode, strings.TrimSpace(string(answer)))
+		return fmt.Errorf("pushing %d entries %v to Loki (tenant %q): HTTP %d: %s", len(entries), labels, l.Tenant, resp.StatusCode, strings.TrimSpace(string(answer)))
 	}
+	return nil
 }
 
-// WaitForCount polls Loki until the count of logql is at least want, and
-// fails the test after timeout. logql is either a log query (a stream selector
+// WaitForCount polls Loki until the count of logql is at least want; it
+// gives up with an error after timeout, or at once on a query Loki rejects
+// (HTTP 400). logql is either a log query (a stream selector
 // with an optional pipeline, e.g. `{job="x"} | json`), whose lines are counted
 // over the last 24h as sum(count_over_time(<logql> [24h])), or an instant
 // metric query such as sum(count_over_time({job="x"}[1h])), whose sample
 // values are summed. Either way, reaching want means the entries were
 // ingested and are queryable.
-func (l *Loki) WaitForCount(t testing.TB, logql string, want int, timeout time.Duration) {
-	t.Helper()
+func (l *Loki) WaitForCount(logql string, want int, timeout time.Duration) error {
 	query := logql
 	if strings.HasPrefix(strings.TrimSpace(logql), "{") {
 		query = fmt.Sprintf("sum(count_over_time(%s [%s]))", logql, lokiCountRange)
@@ -373,7 +343,7 @@ func (l *Loki) WaitForCount(t testing.TB, logql string, want int, timeout time.D
 		got, err := l.instantQuery(query, time.Now())
 		switch {
 		case errors.Is(err, errBadQuery):
-			t.Fatalf("testenv: Loki query %s: %v", query, err)
+			return fmt.Errorf("Loki query %s: %w", query, err)
 		case err != nil:
 			last = err.Error()
 		default:
@@ -382,12 +352,12 @@ func (l *Loki) WaitForCount(t testing.TB, logql string, want int, timeout time.D
 				sum += v
 			}
 			if sum >= float64(want) {
-				return
+				return nil
 			}
 			last = fmt.Sprintf("count %v", sum)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("testenv: Loki query %s (tenant %q) did not reach %d within %v; last: %s", query, l.Tenant, want, timeout, last)
+			return fmt.Errorf("Loki query %s (tenant %q) did not reach %d within %v; last: %s", query, l.Tenant, want, timeout, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -424,52 +394,49 @@ const lokiStopTimeout = 30 * time.Second
 // waits until it is gone; its ports stop answering at once. The directory
 // and the ports are kept for Restart. With the WAL disabled, what the
 // ingester held in memory is flushed to the filesystem store on a graceful
-// shutdown; tests should not rely on data pushed before a Stop being
+// shutdown; callers should not rely on data pushed before a Stop being
 // queryable after Restart unless they check it themselves.
-func (l *Loki) Stop(t testing.TB) {
-	t.Helper()
+func (l *Loki) Stop() {
 	p := l.proc
 	if !p.running() {
 		return
 	}
 	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
-		t.Logf("testenv: SIGTERM to Loki: %v", err)
+		l.logf("SIGTERM to Loki: %v", err)
 	}
 	select {
 	case <-p.exited:
 	case <-time.After(lokiStopTimeout):
-		t.Logf("testenv: Loki did not stop within %v of SIGTERM; killing it", lokiStopTimeout)
+		l.logf("Loki did not stop within %v of SIGTERM; killing it", lokiStopTimeout)
 		p.stop()
 	}
-	t.Logf("testenv: Loki at %s stopped", l.URL)
+	l.logf("Loki at %s stopped", l.URL)
 }
 
 // Restart starts Loki again after Stop with the same configuration, ports
-// and directory, and waits until /ready answers 200. It fails the test if
-// Loki is still running or does not become ready (e.g. another process took
-// one of its ports meanwhile). The new process is killed when t ends (and,
-// as before, the directory removed when the test that started Loki ends).
-func (l *Loki) Restart(t testing.TB) {
-	t.Helper()
+// and directory, and waits until /ready answers 200. It fails if Loki is
+// still running or does not become ready (e.g. another process took one of
+// its ports meanwhile). Close stops the new process.
+func (l *Loki) Restart() error {
 	if l.proc.running() {
-		t.Fatalf("testenv: Loki.Restart: Loki at %s is still running (call Stop first)", l.URL)
+		return fmt.Errorf("Loki.Restart: Loki at %s is still running (call Stop first)", l.URL)
 	}
 	root, err := localcp.RepoRoot()
 	if err != nil {
-		t.Fatalf("testenv: finding bin/loki: %v", err)
+		return fmt.Errorf("finding bin/loki: %w", err)
 	}
 	bin := filepath.Join(root, "bin", "loki")
 	configPath := filepath.Join(l.dir, "loki.yaml")
 	began := time.Now()
 	p, err := startProcess("loki", bin, []string{"-config.file=" + configPath, "-target=all"}, l.dir, filepath.Join(l.dir, "loki.log"))
 	if err != nil {
-		t.Fatalf("testenv: restarting Loki: %v", err)
+		return fmt.Errorf("restarting Loki: %w", err)
 	}
-	t.Cleanup(p.stop)
 	l.proc = p
 	if err := waitReady(p, l.URL+"/ready", lokiReadyTimeout); err != nil {
 		p.stop()
-		t.Fatalf("testenv: restarting Loki: %v\nlast %d lines of its log:\n%s", err, logTailLines, p.logTail(logTailLines))
+		return fmt.Errorf("restarting Loki: %v\nlast %d lines of its log:\n%s", err, logTailLines, p.logTail(logTailLines))
 	}
-	t.Logf("testenv: Loki restarted at %s in %v", l.URL, time.Since(began).Round(time.Millisecond))
+	l.logf("Loki restarted at %s in %v", l.URL, time.Since(began).Round(time.Millisecond))
+	return nil
 }

@@ -14,17 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package testenv starts real backing services for tests: a single-binary
-// Loki (bin/loki, built by `make tools`), Debian's Prometheus
-// (/usr/bin/prometheus) and, as a user's stack puts in front of Loki, a TLS
-// and basic-auth gateway (Debian's nginx). Nothing here is a fake: tests push
-// and scrape real data and run real LogQL/PromQL against it.
+// Package stack runs, as local processes, the observability stack nettune
+// works against: a single-binary Loki (bin/loki, built by `make tools`),
+// Debian's Prometheus (/usr/bin/prometheus) and, as a user's stack puts in
+// front of Loki, a TLS and basic-auth gateway (Debian's nginx). The demo
+// (cmd/nettune-demo, through internal/fleet) runs it, and so do the tests
+// (test/framework/testenv) and the benchmarks. Nothing here is a fake: what
+// is pushed and scraped is real data, queried with real LogQL/PromQL.
 //
-// Every service runs on 127.0.0.1 on free ports with its state in a fresh
-// temporary directory, in its own process group; t.Cleanup kills the group
-// and removes the directory. The service's output goes to a log file in that
-// directory, and its last lines are logged when the test failed.
-package testenv
+// Every service runs on 127.0.0.1 on free ports with its state in a
+// directory of the caller's, in its own process group; Close kills the
+// group and leaves the directory. The service's output goes to a log file
+// in that directory (LogTail).
+package stack
 
 import (
 	"bufio"
@@ -40,11 +42,10 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
-// logTailLines is how many lines of a service's log are dumped on failure.
+// logTailLines is how many lines of a service's log an error quotes.
 const logTailLines = 50
 
 // process is a service started by this package.
@@ -59,11 +60,12 @@ type process struct {
 // startProcess starts bin in its own process group with stdout and stderr
 // appended to logPath.
 //
-// The child gets SIGKILL if the test binary dies (Pdeathsig), so a crashed or
-// timed-out test leaves nothing behind. Pdeathsig fires when the *thread*
-// that forked the child exits, and Go may end threads (a goroutine that exits
-// while locked to its thread, as network-namespace code does), so the fork
-// happens on a thread locked for the child's whole life.
+// The child gets SIGKILL if the process that started it dies (Pdeathsig),
+// so a crashed or timed-out test or demo leaves nothing behind. Pdeathsig
+// fires when the *thread* that forked the child exits, and Go may end
+// threads (a goroutine that exits while locked to its thread, as
+// network-namespace code does), so the fork happens on a thread locked for
+// the child's whole life.
 func startProcess(name, bin string, args []string, dir, logPath string) (*process, error) {
 	return startProcessFlags(name, bin, args, dir, logPath, 0)
 }
@@ -121,7 +123,7 @@ func (p *process) stop() {
 	select {
 	case <-p.exited:
 	case <-time.After(30 * time.Second):
-		// Cannot happen for SIGKILL short of a hung kernel; do not hang the test.
+		// Cannot happen for SIGKILL short of a hung kernel; do not hang the caller.
 	}
 }
 
@@ -146,20 +148,6 @@ func tailFile(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// registerCleanup stops p and removes dir when the test ends, first logging the
-// tail of p's log if the test failed.
-func registerCleanup(t testing.TB, p *process, dir string) {
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("last %d lines of %s log (%s):\n%s", logTailLines, p.name, p.logPath, p.logTail(logTailLines))
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Logf("removing %s: %v", dir, err)
-		}
-	})
 }
 
 // freePorts returns n distinct TCP ports free on 127.0.0.1 right now. Another
@@ -192,7 +180,7 @@ func waitReady(p *process, url string, timeout time.Duration) error {
 	return waitReadyWith(p, &http.Client{Timeout: 2 * time.Second}, url, nil, timeout)
 }
 
-// waitReadyWith is waitReady with client (e.g. one trusting a test CA) and
+// waitReadyWith is waitReady with client (e.g. one trusting the service's CA) and
 // header (e.g. credentials) on every request.
 func waitReadyWith(p *process, client *http.Client, url string, header http.Header, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -250,8 +238,8 @@ func httpGetWith(ctx context.Context, client *http.Client, url string, header ht
 	return resp.StatusCode, body, err
 }
 
-// runInDir starts a service outside a test in an emptied dir, retrying on
-// other ports when one was taken before the service bound it.
+// runInDir starts a service in an emptied dir, retrying on other ports when
+// one was taken before the service bound it.
 func runInDir[T any](name, dir string, launch func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		var zero T

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"crypto/tls"
@@ -176,7 +176,7 @@ func waitCount(t *testing.T, client *http.Client, base string, c call, job strin
 func TestLokiAuthTenants(t *testing.T) {
 	t.Parallel()
 	requireTools(t, "loki")
-	l := StartLokiOpts(t, LokiOptions{Auth: true})
+	l := startLoki(t, LokiOptions{Auth: true})
 	if l.Tenant != DefaultLokiTenant {
 		t.Fatalf("Tenant = %q, want %q", l.Tenant, DefaultLokiTenant)
 	}
@@ -189,14 +189,14 @@ func TestLokiAuthTenants(t *testing.T) {
 	expect(t, httpClient, l.URL, call{path: countPath("x")}, http.StatusUnauthorized)
 
 	// The helpers send the Loki's Tenant.
-	l.Push(t, map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "default tenant"}})
-	l.WaitForCount(t, `{job="x"}`, 1, time.Minute)
+	must(t, l.Push(map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "default tenant"}}))
+	must(t, l.WaitForCount(`{job="x"}`, 1, time.Minute))
 
 	// Each tenant sees its own lines; "a|b" sees both.
 	a, b := l.WithTenant("a"), l.WithTenant("b")
-	a.Push(t, map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "a 1"}, {Time: time.Now().Add(time.Millisecond), Line: "a 2"}})
-	b.Push(t, map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "b 1"}, {Time: time.Now().Add(time.Millisecond), Line: "b 2"}, {Time: time.Now().Add(2 * time.Millisecond), Line: "b 3"}})
-	l.WithTenant("a|b").WaitForCount(t, `{job="x"}`, 5, time.Minute)
+	must(t, a.Push(map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "a 1"}, {Time: time.Now().Add(time.Millisecond), Line: "a 2"}}))
+	must(t, b.Push(map[string]string{"job": "x"}, []LokiEntry{{Time: time.Now(), Line: "b 1"}, {Time: time.Now().Add(time.Millisecond), Line: "b 2"}, {Time: time.Now().Add(2 * time.Millisecond), Line: "b 3"}}))
+	must(t, l.WithTenant("a|b").WaitForCount(`{job="x"}`, 5, time.Minute))
 	for tenant, want := range map[string]float64{"a": 2, "b": 3, "a|b": 5, DefaultLokiTenant: 1} {
 		waitCount(t, httpClient, l.URL, call{tenant: tenant}, "x", want)
 	}
@@ -247,7 +247,7 @@ func expectUntrusted(t *testing.T, client *http.Client, base string, c call) {
 func TestGatewayTenantsAndHeaders(t *testing.T) {
 	t.Parallel()
 	requireTools(t, nginxBin, htpasswdBin)
-	gw := StartGateway(t, GatewayOptions{
+	gw := startGateway(t, GatewayOptions{
 		Upstream: echoUpstream(t),
 		Users: []GatewayUser{
 			{Name: "alice", Password: "alice-pw", Tenants: []string{"a", "b"}},
@@ -258,7 +258,7 @@ func TestGatewayTenantsAndHeaders(t *testing.T) {
 	if !strings.HasPrefix(gw.URL, "https://127.0.0.1:") {
 		t.Fatalf("URL = %q", gw.URL)
 	}
-	c := gw.Client(t)
+	c := client(t, gw)
 
 	// Authentication comes first: 401 whatever the tenant.
 	expect(t, c, gw.URL, call{path: "/x", tenant: "a"}, http.StatusUnauthorized)
@@ -318,13 +318,13 @@ func TestGatewayTenantsAndHeaders(t *testing.T) {
 func TestGatewayClientCert(t *testing.T) {
 	t.Parallel()
 	requireTools(t, nginxBin, htpasswdBin)
-	gw := StartGateway(t, GatewayOptions{
+	gw := startGateway(t, GatewayOptions{
 		Upstream:          echoUpstream(t),
 		Users:             []GatewayUser{{Name: "alice", Password: "pw", Tenants: []string{"a"}}},
 		RequireClientCert: true,
 	})
 	ok := call{path: "/x", user: "alice", password: "pw", tenant: "a"}
-	expect(t, gw.Client(t), gw.URL, ok, http.StatusOK)
+	expect(t, client(t, gw), gw.URL, ok, http.StatusOK)
 
 	// Without a certificate, or with one of another CA, nginx answers 400.
 	noCert, err := clientTLSConfig(gw.CAPEM, nil, nil)
@@ -347,7 +347,9 @@ func TestGatewayClientCert(t *testing.T) {
 	expect(t, newTLSClient(otherCert), gw.URL, ok, http.StatusBadRequest)
 
 	// A certificate of the gateway's CA passes.
-	certPEM, keyPEM = gw.ClientCert(t, "vehicle-0001")
+	if certPEM, keyPEM, err = gw.ClientCert("vehicle-0001"); err != nil {
+		t.Fatal(err)
+	}
 	mine, err := clientTLSConfig(gw.CAPEM, certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -358,15 +360,15 @@ func TestGatewayClientCert(t *testing.T) {
 func TestGatewayLoki(t *testing.T) {
 	t.Parallel()
 	requireTools(t, "loki", nginxBin, htpasswdBin)
-	l := StartLokiOpts(t, LokiOptions{Auth: true})
-	gw := StartGateway(t, GatewayOptions{
+	l := startLoki(t, LokiOptions{Auth: true})
+	gw := startGateway(t, GatewayOptions{
 		Upstream: l.URL,
 		Users: []GatewayUser{
 			{Name: "fleet", Password: "fleet-pw", Tenants: []string{"fleet-a", "fleet-b"}},
 			{Name: "grafana", Token: "grafana-token", Tenants: []string{"fleet-b"}},
 		},
 	})
-	c := gw.Client(t)
+	c := client(t, gw)
 	push := func(user, password, tenant, line string) call {
 		return call{method: http.MethodPost, path: "/loki/api/v1/push", user: user, password: password, tenant: tenant, body: pushBody(t, "gw", line)}
 	}
@@ -384,35 +386,35 @@ func TestGatewayLoki(t *testing.T) {
 	waitCount(t, c, gw.URL, call{token: "grafana-token", tenant: "fleet-b"}, "gw", 1)
 	expect(t, c, gw.URL, call{path: countPath("gw"), token: "grafana-token", tenant: "fleet-a|fleet-b"}, http.StatusForbidden)
 	// What went through the gateway is in Loki under the tenant named.
-	l.WithTenant("fleet-a").WaitForCount(t, `{job="gw"}`, 1, time.Minute)
+	must(t, l.WithTenant("fleet-a").WaitForCount(`{job="gw"}`, 1, time.Minute))
 
 	ok := call{path: countPath("gw"), user: "fleet", password: "fleet-pw", tenant: "fleet-a"}
 	expectUntrusted(t, otherCAClient(t), gw.URL, ok)
 
 	// 429 on every request, then back.
-	gw.SetMode(t, "429")
+	must(t, gw.SetMode("429"))
 	expect(t, c, gw.URL, ok, http.StatusTooManyRequests)
 	expect(t, c, gw.URL, push("fleet", "fleet-pw", "fleet-a", "throttled"), http.StatusTooManyRequests)
 	expect(t, c, gw.URL, call{path: "/x"}, http.StatusTooManyRequests)
-	gw.SetMode(t, "")
+	must(t, gw.SetMode(""))
 	expect(t, c, gw.URL, ok, http.StatusOK)
 
 	// Password rotation: the old one is refused at once, the new one works.
-	gw.SetPassword(t, "fleet", "fleet-pw-2")
+	must(t, gw.SetPassword("fleet", "fleet-pw-2"))
 	expect(t, c, gw.URL, ok, http.StatusUnauthorized)
 	ok.password = "fleet-pw-2"
 	expect(t, c, gw.URL, ok, http.StatusOK)
 
 	// Down: connection refused; up again on the same port.
-	gw.Stop(t)
+	must(t, gw.Stop())
 	if code, _, err := do(t, c, gw.URL, ok); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("request to the stopped gateway: HTTP %d, error %v; want connection refused", code, err)
 	}
 	// A mode set while down applies at Start.
-	gw.SetMode(t, "503")
-	gw.Start(t)
+	must(t, gw.SetMode("503"))
+	must(t, gw.Start())
 	expect(t, c, gw.URL, ok, http.StatusServiceUnavailable)
-	gw.SetMode(t, "")
+	must(t, gw.SetMode(""))
 	body := expect(t, c, gw.URL, ok, http.StatusOK)
 	if values, err := sampleValues([]byte(body)); err != nil || len(values) != 1 || values[0] != 1 {
 		t.Fatalf("count after the restart: %v (%v), want [1]", values, err)
@@ -423,7 +425,7 @@ func TestPrometheusTLSBasicAuth(t *testing.T) {
 	t.Parallel()
 	requireTools(t, prometheusBin, htpasswdBin)
 	target := gaugeTarget(t, "# TYPE nettune_test_gauge gauge\nnettune_test_gauge 7\n")
-	p := StartPrometheusOpts(t, PrometheusOptions{
+	p := startPrometheus(t, PrometheusOptions{
 		Targets: []string{target},
 		TLS:     true,
 		Users:   map[string]string{"analyst": "analyst-pw", "zed": "zed-pw"},
@@ -432,7 +434,7 @@ func TestPrometheusTLSBasicAuth(t *testing.T) {
 		t.Fatalf("URL %q, Username %q", p.URL, p.Username)
 	}
 	// The helper uses the CA and the credentials.
-	if got := p.WaitForQuery(t, `nettune_test_gauge`, time.Minute); got != 7 {
+	if got := waitForQuery(t, p, `nettune_test_gauge`, time.Minute); got != 7 {
 		t.Fatalf("nettune_test_gauge = %v, want 7", got)
 	}
 
@@ -458,8 +460,8 @@ func TestPrometheusTLSBasicAuth(t *testing.T) {
 func TestPrometheusClientCert(t *testing.T) {
 	t.Parallel()
 	requireTools(t, prometheusBin)
-	p := StartPrometheusOpts(t, PrometheusOptions{TLS: true, RequireClientCert: true})
-	if got := p.WaitForQuery(t, `vector(3)`, time.Minute); got != 3 {
+	p := startPrometheus(t, PrometheusOptions{TLS: true, RequireClientCert: true})
+	if got := waitForQuery(t, p, `vector(3)`, time.Minute); got != 3 {
 		t.Fatalf("vector(3) = %v", got)
 	}
 	noCert, err := clientTLSConfig(p.CAPEM, nil, nil)
@@ -469,7 +471,10 @@ func TestPrometheusClientCert(t *testing.T) {
 	if code, _, err := do(t, newTLSClient(noCert), p.URL, call{path: "/-/ready"}); err == nil {
 		t.Fatalf("request without a client certificate: HTTP %d, want a TLS error", code)
 	}
-	certPEM, keyPEM := p.ClientCert(t, "grafana")
+	certPEM, keyPEM, err := p.ClientCert("grafana")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mine, err := clientTLSConfig(p.CAPEM, certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -482,32 +487,32 @@ func TestPrometheusClientCert(t *testing.T) {
 func TestGatewayLifecycle(t *testing.T) {
 	t.Parallel()
 	requireTools(t, nginxBin, htpasswdBin)
-	gw := StartGateway(t, GatewayOptions{
+	gw := startGateway(t, GatewayOptions{
 		Upstream: echoUpstream(t) + "/",
 		Users:    []GatewayUser{{Name: "alice", Password: "old-pw", Tenants: []string{"a"}}},
 	})
-	c := gw.Client(t)
+	c := client(t, gw)
 	ok := call{path: "/x", user: "alice", password: "old-pw", tenant: "a"}
 	expect(t, c, gw.URL, ok, http.StatusOK)
 
-	gw.SetMode(t, "429")
+	must(t, gw.SetMode("429"))
 	expect(t, c, gw.URL, ok, http.StatusTooManyRequests)
 	expect(t, c, gw.URL, call{path: "/x"}, http.StatusTooManyRequests)
-	gw.SetMode(t, "")
+	must(t, gw.SetMode(""))
 	expect(t, c, gw.URL, ok, http.StatusOK)
 
-	gw.SetPassword(t, "alice", "new-pw")
+	must(t, gw.SetPassword("alice", "new-pw"))
 	expect(t, c, gw.URL, ok, http.StatusUnauthorized)
 	ok.password = "new-pw"
 	expect(t, c, gw.URL, ok, http.StatusOK)
 
 	port := gw.URL[strings.LastIndex(gw.URL, ":"):]
-	gw.Stop(t)
+	must(t, gw.Stop())
 	if code, _, err := do(t, c, gw.URL, ok); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("request to the stopped gateway: HTTP %d, error %v; want connection refused", code, err)
 	}
-	gw.SetPassword(t, "alice", "newer-pw") // applies at Start
-	gw.Start(t)
+	must(t, gw.SetPassword("alice", "newer-pw")) // applies at Start
+	must(t, gw.Start())
 	if !strings.HasSuffix(gw.URL, port) {
 		t.Fatalf("URL after Start = %s, want port %s", gw.URL, port)
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"crypto/rand"
@@ -31,10 +31,10 @@ import (
 	"github.com/nettune/nettune/internal/pki"
 )
 
-// certValidity is how long the certificates of a fixture are valid.
+// certValidity is how long the certificates of a service are valid.
 const certValidity = 24 * time.Hour
 
-// serverPKI is the TLS material a fixture serves with, in its directory:
+// serverPKI is the TLS material a service serves with, in its directory:
 // ca.crt (the CA), server.crt and server.key (for 127.0.0.1 and localhost).
 type serverPKI struct {
 	ca       *pki.CA

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"fmt"
@@ -22,12 +22,93 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// startLoki runs Loki for t in a directory of t's, stops it when t ends and
+// logs the tail of its log if t failed.
+func startLoki(t *testing.T, opts LokiOptions) *Loki {
+	t.Helper()
+	l, err := RunLokiOpts(filepath.Join(t.TempDir(), "loki"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Logf = t.Logf
+	t.Cleanup(func() { stopped(t, "Loki", l) })
+	return l
+}
+
+// startPrometheus is startLoki for Prometheus.
+func startPrometheus(t *testing.T, opts PrometheusOptions) *Prometheus {
+	t.Helper()
+	p, err := RunPrometheusOpts(filepath.Join(t.TempDir(), "prometheus"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopped(t, "Prometheus", p) })
+	return p
+}
+
+// startGateway is startLoki for the gateway.
+func startGateway(t *testing.T, opts GatewayOptions) *Gateway {
+	t.Helper()
+	g, err := RunGateway(filepath.Join(t.TempDir(), "gateway"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Logf = t.Logf
+	t.Cleanup(func() {
+		stopped(t, "the gateway", g)
+		if t.Failed() {
+			t.Logf("last %d lines of the gateway's access log:\n%s", logTailLines, g.AccessLog(logTailLines))
+		}
+	})
+	return g
+}
+
+// stopped closes s and logs the tail of its log if t failed.
+func stopped(t *testing.T, name string, s interface {
+	Close() error
+	LogPath() string
+	LogTail(n int) string
+}) {
+	_ = s.Close()
+	if t.Failed() {
+		t.Logf("last %d lines of %s's log (%s):\n%s", logTailLines, name, s.LogPath(), s.LogTail(logTailLines))
+	}
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForQuery is Prometheus.WaitForQuery failing the test on an error.
+func waitForQuery(t *testing.T, p *Prometheus, promql string, timeout time.Duration) float64 {
+	t.Helper()
+	v, err := p.WaitForQuery(promql, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// client is Gateway.Client failing the test on an error.
+func client(t *testing.T, g *Gateway) *http.Client {
+	t.Helper()
+	c, err := g.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // promQuantile is Prometheus' quantile (linear interpolation between closest
 // ranks), which Loki's quantile_over_time also uses.
@@ -43,7 +124,7 @@ func promQuantile(q float64, values []float64) float64 {
 
 func TestLokiQuantileOverTime(t *testing.T) {
 	t.Parallel()
-	l := StartLoki(t)
+	l := startLoki(t, LokiOptions{})
 
 	const n = 500
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -60,8 +141,8 @@ func TestLokiQuantileOverTime(t *testing.T) {
 		}
 	}
 	labels := map[string]string{"job": "x", "vehicle": "veh-0001"}
-	l.Push(t, labels, entries)
-	l.WaitForCount(t, `{job="x"}`, n, time.Minute)
+	must(t, l.Push(labels, entries))
+	must(t, l.WaitForCount(`{job="x"}`, n, time.Minute))
 
 	query := `quantile_over_time(0.99, {job="x"} | json | unwrap latency_ms [1h]) by ()`
 	got, err := l.instantQuery(query, time.Now())
@@ -80,7 +161,7 @@ func TestLokiQuantileOverTime(t *testing.T) {
 
 func TestLokiAcceptsOldAndOutOfOrderEntries(t *testing.T) {
 	t.Parallel()
-	l := StartLoki(t)
+	l := startLoki(t, LokiOptions{})
 
 	now := time.Now()
 	labels := map[string]string{"job": "history"}
@@ -92,11 +173,11 @@ func TestLokiAcceptsOldAndOutOfOrderEntries(t *testing.T) {
 		old = append(old, LokiEntry{Time: now.Add(-3 * time.Hour).Add(time.Duration(i) * time.Second), Line: fmt.Sprintf("old %d", i)})
 	}
 	// Newest first: the old entries are almost 3h behind the stream's head.
-	l.Push(t, labels, recent)
-	l.Push(t, labels, old)
+	must(t, l.Push(labels, recent))
+	must(t, l.Push(labels, old))
 
 	// An instant metric query is used as given.
-	l.WaitForCount(t, `sum(count_over_time({job="history"}[4h]))`, 30, time.Minute)
+	must(t, l.WaitForCount(`sum(count_over_time({job="history"}[4h]))`, 30, time.Minute))
 
 	// Queried at a time in the past, only the old entries are in range.
 	query := `sum(count_over_time({job="history"} |= "old" [2h]))`
@@ -125,34 +206,14 @@ func gaugeTarget(t *testing.T, body string) string {
 
 func TestPrometheusScrapesTarget(t *testing.T) {
 	t.Parallel()
-	target := gaugeTarget(t, "# HELP nettune_test_gauge A gauge for testenv.\n# TYPE nettune_test_gauge gauge\nnettune_test_gauge{route=\"10.0.0.0/24\"} 42.5\n")
-	p := StartPrometheus(t, target)
+	target := gaugeTarget(t, "# HELP nettune_test_gauge A gauge for internal/stack.\n# TYPE nettune_test_gauge gauge\nnettune_test_gauge{route=\"10.0.0.0/24\"} 42.5\n")
+	p := startPrometheus(t, PrometheusOptions{Targets: []string{target}})
 
 	query := fmt.Sprintf(`nettune_test_gauge{job=%q, instance=%q}`, PrometheusJob, target)
-	if got := p.WaitForQuery(t, query, time.Minute); got != 42.5 {
+	if got := waitForQuery(t, p, query, time.Minute); got != 42.5 {
 		t.Fatalf("%s = %v, want 42.5", query, got)
 	}
-	if got := p.WaitForQuery(t, `sum(up{job="nettune-test"})`, time.Minute); got != 1 {
+	if got := waitForQuery(t, p, `sum(up{job="nettune-test"})`, time.Minute); got != 1 {
 		t.Fatalf("sum(up) = %v, want 1", got)
-	}
-}
-
-func TestCleanupStopsProcessAndRemovesDir(t *testing.T) {
-	t.Parallel()
-	var p *Prometheus
-	t.Run("start", func(t *testing.T) {
-		p = StartPrometheus(t)
-	})
-	if p == nil {
-		t.Fatal("StartPrometheus did not return")
-	}
-	if p.proc.running() {
-		t.Errorf("prometheus (pid %d) still running after cleanup", p.proc.cmd.Process.Pid)
-	}
-	if _, err := os.Stat(p.dir); !os.IsNotExist(err) {
-		t.Errorf("%s still exists after cleanup (stat: %v)", p.dir, err)
-	}
-	if _, err := http.Get(p.URL + "/-/ready"); err == nil {
-		t.Errorf("%s still answers after cleanup", p.URL)
 	}
 }

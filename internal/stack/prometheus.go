@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+package stack
 
 import (
 	"context"
@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/nettune/nettune/internal/pki"
@@ -41,15 +40,15 @@ const (
 	prometheusReadyTimeout = 60 * time.Second
 )
 
-// PrometheusJob is the job label of every target StartPrometheus scrapes.
+// PrometheusJob is the job label of every target RunPrometheus scrapes.
 const PrometheusJob = "nettune-test"
 
 // Prometheus is /usr/bin/prometheus (Debian) with a temp TSDB, on a free port,
 // scraping the given targets every 1s as job "nettune-test".
 //
-// StartPrometheusOpts can put it behind its own --web.config.file: TLS with
-// a certificate of a test CA and basic auth with bcrypt-hashed passwords, as
-// a user's Prometheus is served. Its helpers use the CA and credentials.
+// RunPrometheusOpts can put it behind its own --web.config.file: TLS with
+// a certificate of its own CA and basic auth with bcrypt-hashed passwords,
+// as a user's Prometheus is served. Its helpers use the CA and credentials.
 type Prometheus struct {
 	// URL is the base address, e.g. http://127.0.0.1:34567, or
 	// https://127.0.0.1:34567 with TLS.
@@ -59,7 +58,7 @@ type Prometheus struct {
 	CA    *pki.CA
 	CAPEM []byte
 	// Username and Password are the credentials the helpers (WaitForQuery)
-	// send; StartPrometheusOpts sets them to the first of Users by name.
+	// send; RunPrometheusOpts sets them to the first of Users by name.
 	Username, Password string
 
 	dir        string
@@ -69,7 +68,7 @@ type Prometheus struct {
 	httpc      *http.Client // the helpers' client: trusts CA, presents clientCert
 }
 
-// PrometheusOptions configures StartPrometheusOpts.
+// PrometheusOptions configures RunPrometheusOpts.
 type PrometheusOptions struct {
 	// Targets are scraped (host:port, plain HTTP, path /metrics) every second.
 	Targets []string
@@ -86,67 +85,18 @@ type PrometheusOptions struct {
 	Users map[string]string
 }
 
-// StartPrometheus starts Prometheus scraping targets (host:port, plain HTTP,
-// path /metrics) every second and waits until /-/ready answers 200. It fails
-// the test if Prometheus is not installed (Debian package `prometheus`). The
-// process is killed and its TSDB removed when the test ends.
-func StartPrometheus(t testing.TB, targets ...string) *Prometheus {
-	t.Helper()
-	return StartPrometheusOpts(t, PrometheusOptions{Targets: targets})
-}
-
-// StartPrometheusOpts is StartPrometheus with options: TLS, basic auth (it
-// fails the test if htpasswd, Debian's apache2-utils, is missing), a client
-// certificate requirement.
-func StartPrometheusOpts(t testing.TB, opts PrometheusOptions) *Prometheus {
-	t.Helper()
-	bin := prometheusBin
-	if _, err := os.Stat(bin); err != nil {
-		found, lookErr := exec.LookPath("prometheus")
-		if lookErr != nil {
-			t.Fatalf("testenv: %s is missing (%v): install the Debian package: apt-get install --no-install-recommends prometheus (.ci/run does)", prometheusBin, err)
-		}
-		bin = found
-	}
-	for attempt := 1; ; attempt++ {
-		p, err := startPrometheus(t, bin, opts)
-		if err == nil {
-			return p
-		}
-		if errors.Is(err, errRetry) && attempt < startAttempts {
-			t.Logf("testenv: %v; retrying on another port", err)
-			continue
-		}
-		t.Fatalf("testenv: starting Prometheus: %v", err)
-	}
-}
-
-func startPrometheus(t testing.TB, bin string, opts PrometheusOptions) (*Prometheus, error) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "nettune-prometheus-")
-	if err != nil {
-		return nil, err
-	}
-	began := time.Now()
-	p, err := launchPrometheus(bin, dir, opts)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	registerCleanup(t, p.proc, dir)
-	t.Logf("testenv: Prometheus ready at %s in %v (dir %s)", p.URL, time.Since(began).Round(time.Millisecond), dir)
-	return p, nil
-}
-
-// RunPrometheus starts Prometheus outside a test (the demo), with its TSDB in
-// dir (emptied first), scraping targets every second. Close stops it.
+// RunPrometheus starts Prometheus with its TSDB in dir (emptied first),
+// scraping targets (host:port, plain HTTP, path /metrics) every second, and
+// waits until /-/ready answers 200. It fails if Prometheus is not installed
+// (Debian package `prometheus`). Close stops it.
 func RunPrometheus(dir string, targets []string) (*Prometheus, error) {
 	return RunPrometheusOpts(dir, PrometheusOptions{Targets: targets})
 }
 
 // RunPrometheusOpts is RunPrometheus with options (TLS, basic auth, a client
-// certificate requirement; see PrometheusOptions), outside a test: the
-// fleet's secure stack (internal/fleet Options.Secure).
+// certificate requirement; see PrometheusOptions), e.g. for the fleet's
+// secure stack (internal/fleet Options.Secure). Basic auth needs htpasswd
+// (Debian's apache2-utils).
 func RunPrometheusOpts(dir string, opts PrometheusOptions) (*Prometheus, error) {
 	bin := prometheusBin
 	if _, err := os.Stat(bin); err != nil {
@@ -166,11 +116,23 @@ func RunPrometheusOpts(dir string, opts PrometheusOptions) (*Prometheus, error) 
 	})
 }
 
-// Close stops a Prometheus started by RunPrometheus.
+// Close stops Prometheus (its TSDB stays in its directory).
 func (p *Prometheus) Close() error {
 	p.proc.stop()
 	return nil
 }
+
+// Dir is the directory of Prometheus' configuration, TSDB and log.
+func (p *Prometheus) Dir() string { return p.dir }
+
+// Running reports whether the Prometheus process has not exited.
+func (p *Prometheus) Running() bool { return p.proc.running() }
+
+// LogPath is the file Prometheus' output goes to.
+func (p *Prometheus) LogPath() string { return p.proc.logPath }
+
+// LogTail is the last n lines of Prometheus' log.
+func (p *Prometheus) LogTail(n int) string { return p.proc.logTail(n) }
 
 func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, error) {
 	ports, err := freePorts(1)
@@ -218,7 +180,7 @@ func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, err
 // prometheusConfig scrapes targets every second.
 func prometheusConfig(targets []string) string {
 	var b strings.Builder
-	b.WriteString("# Written by internal/testenv for one test.\n")
+	b.WriteString("# Written by internal/stack.\n")
 	b.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n")
 	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: %s\n    scrape_interval: 1s\n    scrape_timeout: 1s\n", PrometheusJob)
 	b.WriteString("    static_configs:\n      - targets: [")
@@ -233,26 +195,25 @@ func prometheusConfig(targets []string) string {
 }
 
 // WaitForQuery polls /api/v1/query (at the current time) until promql has at
-// least one sample and returns the first one's value. It fails the test on a
-// query Prometheus rejects (HTTP 400) and after timeout.
-func (p *Prometheus) WaitForQuery(t testing.TB, promql string, timeout time.Duration) float64 {
-	t.Helper()
+// least one sample and returns the first one's value. It gives up with an
+// error on a query Prometheus rejects (HTTP 400) and after timeout.
+func (p *Prometheus) WaitForQuery(promql string, timeout time.Duration) (float64, error) {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
 		values, err := p.instantQuery(promql)
 		switch {
 		case errors.Is(err, errBadQuery):
-			t.Fatalf("testenv: Prometheus query %s: %v", promql, err)
+			return 0, fmt.Errorf("Prometheus query %s: %w", promql, err)
 		case err != nil:
 			last = err.Error()
 		case len(values) > 0:
-			return values[0]
+			return values[0], nil
 		default:
 			last = "empty result"
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("testenv: Prometheus query %s returned no sample within %v; last: %s", promql, timeout, last)
+			return 0, fmt.Errorf("Prometheus query %s returned no sample within %v; last: %s", promql, timeout, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -283,18 +244,18 @@ func (p *Prometheus) instantQuery(promql string) ([]float64, error) {
 // the file's path.
 func (p *Prometheus) writeWebConfig(opts PrometheusOptions) (string, error) {
 	var b strings.Builder
-	b.WriteString("# Written by internal/testenv for one test.\n")
+	b.WriteString("# Written by internal/stack.\n")
 	if opts.TLS {
-		pki, err := newServerPKI(p.dir, "nettune-testenv-prometheus-ca", opts.CA)
+		srv, err := newServerPKI(p.dir, "nettune-testenv-prometheus-ca", opts.CA)
 		if err != nil {
 			return "", err
 		}
-		p.CA, p.CAPEM = pki.ca, pki.ca.CertPEM
+		p.CA, p.CAPEM = srv.ca, srv.ca.CertPEM
 		p.URL = strings.Replace(p.URL, "http://", "https://", 1)
-		fmt.Fprintf(&b, "tls_server_config:\n  cert_file: %s\n  key_file: %s\n", strconv.Quote(pki.certFile), strconv.Quote(pki.keyFile))
+		fmt.Fprintf(&b, "tls_server_config:\n  cert_file: %s\n  key_file: %s\n", strconv.Quote(srv.certFile), strconv.Quote(srv.keyFile))
 		if opts.RequireClientCert {
-			fmt.Fprintf(&b, "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: %s\n", strconv.Quote(pki.caFile))
-			if p.clientCert, p.clientKey, err = issueClientCert(pki.ca, "nettune-testenv"); err != nil {
+			fmt.Fprintf(&b, "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: %s\n", strconv.Quote(srv.caFile))
+			if p.clientCert, p.clientKey, err = issueClientCert(srv.ca, "nettune-testenv"); err != nil {
 				return "", err
 			}
 		}
@@ -344,15 +305,14 @@ func (p *Prometheus) authHeader() http.Header {
 }
 
 // ClientCert signs a client certificate for commonName with p's CA and
-// returns it and its key, PEM-encoded. It fails the test without TLS.
-func (p *Prometheus) ClientCert(t testing.TB, commonName string) (certPEM, keyPEM []byte) {
-	t.Helper()
+// returns it and its key, PEM-encoded. Without TLS there is no CA: an error.
+func (p *Prometheus) ClientCert(commonName string) (certPEM, keyPEM []byte, err error) {
 	if p.CA == nil {
-		t.Fatalf("testenv: Prometheus.ClientCert: Prometheus at %s has no TLS", p.URL)
+		return nil, nil, fmt.Errorf("Prometheus.ClientCert: Prometheus at %s has no TLS", p.URL)
 	}
-	certPEM, keyPEM, err := issueClientCert(p.CA, commonName)
+	certPEM, keyPEM, err = issueClientCert(p.CA, commonName)
 	if err != nil {
-		t.Fatalf("testenv: Prometheus.ClientCert: %v", err)
+		return nil, nil, fmt.Errorf("Prometheus.ClientCert: %w", err)
 	}
-	return certPEM, keyPEM
+	return certPEM, keyPEM, nil
 }
