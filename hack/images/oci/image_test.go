@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testnode
+package oci
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ import (
 // blob's. Writing the same binaries again makes the same archive, byte for
 // byte, and a corrupted blob is refused.
 func TestAgentImageIndex(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAgentImageIndex(t *testing.T) {
 		if f.Machine != machines[p.Architecture] || f.Class != elf.ELFCLASS64 {
 			t.Errorf("%s: /usr/local/bin/app is %s %s", p, f.Class, f.Machine)
 		}
-		built, err := os.ReadFile(binaryPath(dir, "nettune-agent", p))
+		built, err := os.ReadFile(BinaryPath(dir, "nettune-agent", p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestAgentImageIndex(t *testing.T) {
 	// same tree: the binaries are built with -trimpath and no VCS stamp.)
 	var bins [][]byte
 	for _, p := range FleetPlatforms {
-		b, err := os.ReadFile(binaryPath(dir, "nettune-agent", p))
+		b, err := os.ReadFile(BinaryPath(dir, "nettune-agent", p))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testnode
+// Package oci builds nettune's container images without Docker: the
+// binary of a package of this module, built the way the Dockerfile builds it,
+// in a one-layer image, written as an OCI image-layout archive holding one
+// image index for several platforms (BuildImageIndex). It reads such an
+// archive back (AgentBinaryFromIndex). `make images` (hack/images), the
+// kernel matrix (hack/kernels), the node rig (test/framework/testnode,
+// hack/node) and the agent benchmark (hack/bench/agent) use it.
+package oci
 
 import (
 	"archive/tar"
@@ -58,7 +65,7 @@ var (
 	// FleetPlatforms are the controller's and the agent's: amd64 servers
 	// and the Jetson Xavier/Orin compute units (arm64).
 	FleetPlatforms = []Platform{{Architecture: "amd64", OS: "linux"}, {Architecture: "arm64", OS: "linux"}}
-	// HostPlatform is this machine's, the test node's pause image's.
+	// HostPlatform is this machine's (the test node's pause image's).
 	HostPlatform = Platform{Architecture: runtime.GOARCH, OS: "linux"}
 )
 
@@ -109,9 +116,9 @@ func (s ImageSpec) tag() string {
 	return "latest"
 }
 
-// binaryPath is where BuildImageIndex leaves a repository's binary for p
+// BinaryPath is where BuildImageIndex leaves a repository's binary for p
 // under its work directory: workDir/linux-arm64/nettune-agent.
-func binaryPath(workDir, repository string, p Platform) string {
+func BinaryPath(workDir, repository string, p Platform) string {
 	return filepath.Join(workDir, p.OS+"-"+p.Architecture, repository)
 }
 
@@ -136,7 +143,7 @@ func BuildBinary(ctx context.Context, root, pkg string, p Platform, out string) 
 func BuildImageIndex(ctx context.Context, root, workDir, archive string, spec ImageSpec, platforms []Platform) error {
 	bins := make([][]byte, len(platforms))
 	for i, p := range platforms {
-		out := binaryPath(workDir, spec.Repository(), p)
+		out := BinaryPath(workDir, spec.Repository(), p)
 		if err := BuildBinary(ctx, root, spec.Package, p, out); err != nil {
 			return err
 		}
@@ -520,55 +527,6 @@ func AgentBinaryFromIndex(archive, arch string) ([]byte, error) {
 	return b, nil
 }
 
-// Images built by BuildImages: the chart's default registry and
-// repositories with this tag, so that the chart takes them with
-// image.tag=ImageTag and IfNotPresent never pulls.
-const (
-	ImageRegistry = "ghcr.io/nettune"
-	ImageTag      = "node-test"
-)
-
-// pauseImage is the sandbox image, built for this machine only.
-var pauseImage = ImageSpec{Name: PauseImage, Package: "./internal/testnode/pause", Path: "pause", User: "65535"}
-
-// ImageBinary is the host's build of an image's binary, e.g.
-// nettune-agent, after BuildImages.
-func (n *Node) ImageBinary(repository string) string {
-	return binaryPath(n.Path("images"), repository, HostPlatform)
-}
-
-// BuildImages builds the agent and the controller images for
-// FleetPlatforms and the pause image for this machine (BuildImageIndex) and
-// imports each into the node's containerd with all its platforms, as
-// `k3s ctr images import --all-platforms` does on a fleet's server. It
-// returns how long the build and the import took.
-func (n *Node) BuildImages(ctx context.Context) (build, imp time.Duration, err error) {
-	start := time.Now()
-	dir := n.Path("images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, 0, err
-	}
-	var archives []string
-	for _, img := range []struct {
-		spec      ImageSpec
-		platforms []Platform
-	}{
-		{AgentImage(ImageRegistry, ImageTag), FleetPlatforms},
-		{ControllerImage(ImageRegistry, ImageTag), FleetPlatforms},
-		{pauseImage, []Platform{HostPlatform}},
-	} {
-		archive := filepath.Join(dir, img.spec.Repository()+".oci.tar")
-		if err := BuildImageIndex(ctx, n.Root, dir, archive, img.spec, img.platforms); err != nil {
-			return 0, 0, err
-		}
-		archives = append(archives, archive)
-	}
-	build = time.Since(start)
-	start = time.Now()
-	for _, a := range archives {
-		if _, err := n.Ctr("images", "import", "--all-platforms", a); err != nil {
-			return build, 0, err
-		}
-	}
-	return build, time.Since(start), nil
-}
+// ImageRegistry is the chart's default registry: images named under it are
+// the chart's own (the image's repository and tag aside).
+const ImageRegistry = "ghcr.io/nettune"
