@@ -31,7 +31,7 @@ import (
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 

@@ -42,9 +42,9 @@ import (
 	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/httpauth"
-	"github.com/nettune/nettune/internal/hubtest"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/stack"
+	"github.com/nettune/nettune/test/framework/hubtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 
