@@ -200,7 +200,7 @@ func testDashboards(t *testing.T, rev string) {
 	// As Grafana would: Loki through the gateway with a tenant and basic
 	// auth, Prometheus with TLS and basic auth.
 	r := &dashboards.Runner{LokiURL: f.LokiAddress(), PrometheusURL: f.Prometheus.URL, Client: f.QueryClient(), Start: fleetUp, End: time.Now(), Step: 10 * time.Second}
-	vars := r.Vars(time.Second) // testenv's Prometheus scrapes every second
+	vars := r.Vars(time.Second) // internal/stack's Prometheus scrapes every second
 	vars["profile"], vars["revision"], vars["vehicle"], vars["node"] = profile, rev, revertVehicle, node
 	began := time.Now()
 	outcomes, err := r.RunAll(context.Background(), ds, vars)
