@@ -18,7 +18,7 @@ KUBE_SCHEDULER := $(BIN)/kube-scheduler
 LOKI           := $(BIN)/loki
 HELM           := $(BIN)/helm
 GOLANGCI_LINT  := $(BIN)/golangci-lint
-# Open Cluster Management (hub mode, internal/hubtest): bin/ocm runs the hub's
+# Open Cluster Management (hub mode, test/framework/hubtest): bin/ocm runs the hub's
 # controllers (`ocm hub`) and a spoke's klusterlet agent (`ocm agent`); kine
 # is k3s's datastore (SQLite behind the etcd API) under each spoke's API server.
 OCM            := $(BIN)/ocm
@@ -79,7 +79,7 @@ test-kernels: ## The agent's kernel-level tests inside the fleet's kernels under
 
 .PHONY: test-node
 test-node: ## The chart on a real node alone (root): kubelet, containerd, runc and a bridge CNI start the agent DaemonSet and the controller from images built here; then the node restarts and boots from last-known-good.
-	@# The node's namespace, veth and addresses are the machine's (internal/testnode):
+	@# The node's namespace, veth and addresses are the machine's (test/framework/testnode):
 	@# a second run on this machine waits for the first instead of tearing it down.
 	flock /run/lock/nettune-test-node.lock env NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/node/ -count=1 -v -timeout 30m
 

@@ -35,8 +35,8 @@ import (
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/revision"
-	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/lokipush"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // memLog keeps the lines of a eventlog.Log.

@@ -35,7 +35,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 const (

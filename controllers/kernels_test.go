@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // TestGuardOnKernelWithoutCounterPauses: every vehicle's agents report

@@ -34,7 +34,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/revision"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 func intOrString(s string) intstr.IntOrString { return intstr.Parse(s) }

@@ -42,7 +42,7 @@ import (
 	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // These tests run the plugin's entry point against a real etcd +

@@ -31,8 +31,8 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestAgentReportsKernelFeatures: `nettune-agent run` probes the kernel of

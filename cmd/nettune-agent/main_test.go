@@ -49,9 +49,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 func newNS(t *testing.T) string {

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // capNetAdmin is CAP_NET_ADMIN's bit in /proc/PID/status CapEff.

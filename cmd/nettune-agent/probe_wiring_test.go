@@ -31,8 +31,8 @@ import (
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/nettest"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 const pwProbePort = "9102"

@@ -39,8 +39,8 @@ import (
 
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/procfs"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 const (

@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // TestAnalysisOnAnAuthenticatedLoki measures one analysis against a real

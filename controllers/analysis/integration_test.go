@@ -35,7 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // every calls observe at once and then every period until the test ends.

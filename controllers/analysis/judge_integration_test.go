@@ -28,8 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/latency"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // probeLines draws n probe lines over span ending at end: latencies of a

@@ -47,7 +47,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/nettune/nettune/internal/testnode"
+	"github.com/nettune/nettune/hack/images/oci"
 )
 
 func main() {
@@ -59,7 +59,7 @@ func main() {
 
 func run() error {
 	out := flag.String("o", "bin/images", "directory of the archives (and of the binaries, under OS-ARCH/)")
-	registry := flag.String("registry", testnode.ImageRegistry, "registry and path the images are named under")
+	registry := flag.String("registry", oci.ImageRegistry, "registry and path the images are named under")
 	tag := flag.String("tag", "", "the images' tag (default: the chart's appVersion)")
 	platformList := flag.String("platforms", "linux/amd64,linux/arm64", "platforms of the image indexes, comma-separated")
 	extract := flag.String("extract", "", "instead of building, write the agent's binary for -arch from this agent image archive to -out")
@@ -73,7 +73,7 @@ func run() error {
 		if *extractOut == "" {
 			return errors.New("-extract needs -out FILE")
 		}
-		b, err := testnode.AgentBinaryFromIndex(*extract, *arch)
+		b, err := oci.AgentBinaryFromIndex(*extract, *arch)
 		if err != nil {
 			return err
 		}
@@ -92,9 +92,9 @@ func run() error {
 			return err
 		}
 	}
-	var platforms []testnode.Platform
+	var platforms []oci.Platform
 	for _, s := range strings.Split(*platformList, ",") {
-		p, err := testnode.ParsePlatform(strings.TrimSpace(s))
+		p, err := oci.ParsePlatform(strings.TrimSpace(s))
 		if err != nil {
 			return err
 		}
@@ -105,10 +105,10 @@ func run() error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	for _, spec := range []testnode.ImageSpec{testnode.ControllerImage(*registry, *tag), testnode.AgentImage(*registry, *tag)} {
+	for _, spec := range []oci.ImageSpec{oci.ControllerImage(*registry, *tag), oci.AgentImage(*registry, *tag)} {
 		start := time.Now()
 		archive := filepath.Join(*out, spec.Repository()+".oci.tar")
-		if err := testnode.BuildImageIndex(ctx, root, *out, archive, spec, platforms); err != nil {
+		if err := oci.BuildImageIndex(ctx, root, *out, archive, spec, platforms); err != nil {
 			return err
 		}
 		st, err := os.Stat(archive)

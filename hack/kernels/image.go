@@ -33,7 +33,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nettune/nettune/internal/testnode"
+	"github.com/nettune/nettune/hack/images/oci"
 )
 
 // The VM's /init and the stand-in for `go build` (see goShim).
@@ -359,11 +359,11 @@ func buildTests(ctx context.Context, goBin, dir, arch string, suites []suite) er
 	// of that platform in `make images`' two-platform index), then read
 	// back out of it.
 	archive := filepath.Join(dir, "nettune-agent.oci.tar")
-	spec := testnode.AgentImage(testnode.ImageRegistry, "kernels")
-	if err := testnode.BuildImageIndex(ctx, ".", dir, archive, spec, []testnode.Platform{{Architecture: arch, OS: "linux"}}); err != nil {
+	spec := oci.AgentImage(oci.ImageRegistry, "kernels")
+	if err := oci.BuildImageIndex(ctx, ".", dir, archive, spec, []oci.Platform{{Architecture: arch, OS: "linux"}}); err != nil {
 		return fmt.Errorf("the agent's image for %s: %w", arch, err)
 	}
-	bin, err := testnode.AgentBinaryFromIndex(archive, arch)
+	bin, err := oci.AgentBinaryFromIndex(archive, arch)
 	if err != nil {
 		return fmt.Errorf("the agent from its %s image: %w", arch, err)
 	}

@@ -16,8 +16,8 @@ limitations under the License.
 
 // Command node starts a real Kubernetes node on this machine for a human
 // (make node): the local control plane, containerd and a kubelet in their
-// own network namespace (internal/testnode), with the nettune images built
-// and imported. It prints how to use it and runs until interrupted, then
+// own network namespace (test/framework/testnode), with the nettune images
+// built and imported. It prints how to use it and runs until interrupted, then
 // tears everything down. `go run ./hack/node -clean` removes what a killed
 // run left behind.
 package main
@@ -32,8 +32,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nettune/nettune/hack/images/oci"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testnode"
+	"github.com/nettune/nettune/test/framework/testnode"
 )
 
 func main() {
@@ -89,7 +90,7 @@ Images: %[6]s/nettune-agent:%[3]s, %[6]s/nettune-controller:%[3]s and %[7]s,
 built from this tree (ctr --address %[8]s -n k8s.io images ls).
 Logs: %[4]s/logs. Press Ctrl-C to stop the node and remove everything;
 if this process is killed, run 'go run ./hack/node -clean'.
-`, testnode.NodeName, n.Kubeconfig, testnode.ImageTag, dir, testnode.NetNSPath, testnode.ImageRegistry, testnode.PauseImage, n.ContainerdSocket())
+`, testnode.NodeName, n.Kubeconfig, testnode.ImageTag, dir, testnode.NetNSPath, oci.ImageRegistry, testnode.PauseImage, n.ContainerdSocket())
 	<-ctx.Done()
 	return nil
 }

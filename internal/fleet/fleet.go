@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package fleet starts the whole product on one machine: a local
 // kube-apiserver and etcd, Loki, Prometheus scraping the agents and the
-// controller, the controller, and simulated vehicles — testbed network
+// controller, the controller, and simulated vehicles — vehiclesim network
 // namespaces whose hosts are registered as Nodes and each run a real
 // nettune-agent (real netlink in the host's namespace, real probe traffic).
 // The demo and the end-to-end tests run on it.
@@ -46,9 +46,9 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testenv"
-	"github.com/nettune/nettune/internal/testpki"
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/pki"
+	"github.com/nettune/nettune/internal/stack"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 // Namespace holds the controller's revisions.
@@ -80,7 +80,7 @@ type Options struct {
 	ControlPlane *localcp.ControlPlane
 	// Loki, when set, is a Loki shared with other fleets (the fleet's
 	// central Loki at a hub); Close leaves it running.
-	Loki *testenv.Loki
+	Loki *stack.Loki
 	// NoPrometheus starts no Prometheus (analyses then read Loki only).
 	NoPrometheus bool
 	// Ledger, when set, records what the fleet makes outside this process
@@ -106,7 +106,7 @@ type Options struct {
 	// Gateway, with Secure and a shared Loki, is the gateway in front of
 	// it, on which LokiUsers are users allowed Tenant; Close leaves it
 	// running. A secure fleet with its own Loki starts its own gateway.
-	Gateway *testenv.Gateway
+	Gateway *stack.Gateway
 	// LokiUsers are the fleet's users on Gateway; nil with its own
 	// gateway: made with random passwords.
 	LokiUsers *LokiUsers
@@ -125,13 +125,13 @@ func DefaultVehicles(n int) []VehicleSpec {
 type Fleet struct {
 	Dir        string
 	CP         *localcp.ControlPlane
-	Loki       *testenv.Loki
-	Prometheus *testenv.Prometheus
+	Loki       *stack.Loki
+	Prometheus *stack.Prometheus
 	// Gateway is the TLS and basic-auth gateway in front of Loki of a
 	// secure fleet (Options.Secure); nil otherwise.
-	Gateway *testenv.Gateway
+	Gateway *stack.Gateway
 	// Vehicles by name.
-	Vehicles map[string]*testbed.Vehicle
+	Vehicles map[string]*vehiclesim.Vehicle
 	// ControllerMetrics is the controller's metrics address.
 	ControllerMetrics string
 
@@ -152,7 +152,7 @@ type Fleet struct {
 	// secure is what a secure fleet made (nil without Options.Secure);
 	// ca signed its own gateway's and Prometheus' certificates.
 	secure *secureState
-	ca     *testpki.CA
+	ca     *pki.CA
 }
 
 // NodeName is the Node of a vehicle's host.
@@ -192,7 +192,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 			return nil, err
 		}
 	}
-	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*testbed.Vehicle{},
+	f := &Fleet{Dir: o.Dir, opts: o, root: root, Vehicles: map[string]*vehiclesim.Vehicle{},
 		agents: map[string]*proc{}, agentPorts: map[string]int{}, agentArgs: map[string][]string{}, rules: map[string][]string{}}
 	defer func() {
 		if err != nil {
@@ -205,7 +205,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		f.CP, f.sharedCP = o.ControlPlane, true
 	} else {
 		// etcd and kube-apiserver die with this process, as the other
-		// services do (startProc, testenv).
+		// services do (startProc, internal/stack).
 		f.CP, err = localcp.StartWith(localcp.Options{StateDir: filepath.Join(o.Dir, "controlplane"), DieWithProcess: true})
 		if err != nil {
 			return nil, fmt.Errorf("control plane: %w", err)
@@ -226,7 +226,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		}
 	} else if o.Loki != nil {
 		f.Loki, f.sharedLoki = o.Loki, true
-	} else if f.Loki, err = testenv.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
+	} else if f.Loki, err = stack.RunLoki(filepath.Join(o.Dir, "loki")); err != nil {
 		return nil, err
 	} else if err := o.Ledger.Children(); err != nil {
 		return nil, err
@@ -249,13 +249,13 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	f.ControllerMetrics = fmt.Sprintf("127.0.0.1:%d", ports[len(nodes)])
 	targets = append(targets, f.ControllerMetrics)
 	if !o.NoPrometheus {
-		popts := testenv.PrometheusOptions{Targets: targets}
+		popts := stack.PrometheusOptions{Targets: targets}
 		if o.Secure {
 			if popts, err = f.securePrometheusOptions(targets); err != nil {
 				return nil, err
 			}
 		}
-		if f.Prometheus, err = testenv.RunPrometheusOpts(filepath.Join(o.Dir, "prometheus"), popts); err != nil {
+		if f.Prometheus, err = stack.RunPrometheusOpts(filepath.Join(o.Dir, "prometheus"), popts); err != nil {
 			return nil, err
 		}
 		if err := o.Ledger.Children(); err != nil {
@@ -272,7 +272,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 
 	began = time.Now()
 	for _, vs := range o.Vehicles {
-		v, err := testbed.New(ctx, testbed.Options{Name: vs.Name, Hosts: vs.Hosts, Rate: LANRate})
+		v, err := vehiclesim.New(ctx, vehiclesim.Options{Name: vs.Name, Hosts: vs.Hosts, Rate: LANRate})
 		if err != nil {
 			return nil, fmt.Errorf("vehicle %s: %w", vs.Name, err)
 		}
@@ -305,7 +305,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	return f, nil
 }
 
-func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *testbed.Host) error {
+func (f *Fleet) registerNode(ctx context.Context, vs VehicleSpec, h *vehiclesim.Host) error {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: NodeName(vs.Name, h.Name),
 		Labels: map[string]string{
@@ -861,12 +861,12 @@ func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 		if t.IncastBytes > 0 {
 			keep(func() error {
 				if t.IncastReconnect <= 0 {
-					_, err := testbed.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+					_, err := vehiclesim.Burst(ctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
 					return err
 				}
 				rctx, cancel := context.WithTimeout(ctx, t.IncastReconnect)
 				defer cancel()
-				_, err := testbed.Burst(rctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
+				_, err := vehiclesim.Burst(rctx, v.Hosts[1:], v.Hosts[0], t.IncastBytes, t.IncastEvery)
 				if rctx.Err() != nil && ctx.Err() == nil {
 					return nil // its time to reconnect, not a failure
 				}
@@ -875,7 +875,7 @@ func (f *Fleet) StartTrafficWith(ctx context.Context, t Traffic) (stop func()) {
 		}
 		if t.FloodBytes > 0 {
 			keep(func() error {
-				_, err := testbed.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], t.FloodBytes, t.FloodEvery)
+				_, err := vehiclesim.ForeignIncast(ctx, v.Hosts[1:], v.Hosts[0], t.FloodBytes, t.FloodEvery)
 				return err
 			})
 		}

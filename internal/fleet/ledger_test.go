@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/procfs"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 func TestLockRefusesASecondHolder(t *testing.T) {

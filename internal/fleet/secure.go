@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/internal/httpauth"
-	"github.com/nettune/nettune/internal/testenv"
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
+	"github.com/nettune/nettune/internal/stack"
 )
 
 // The Secrets a secure fleet (Options.Secure) makes in Namespace for the
@@ -60,7 +60,7 @@ const PrometheusUser = "nettune-controller"
 // fleet's tenant only: the agents' push and the controller's queries and
 // push of its rollout events.
 type LokiUsers struct {
-	Agents, Controller testenv.GatewayUser
+	Agents, Controller stack.GatewayUser
 }
 
 // NewLokiUsers makes the gateway users of a fleet whose tenant is tenant,
@@ -68,11 +68,11 @@ type LokiUsers struct {
 func NewLokiUsers(tenant, prefix string) (LokiUsers, error) {
 	var u LokiUsers
 	var err error
-	u.Agents = testenv.GatewayUser{Name: prefix + "agents", Tenants: []string{tenant}}
+	u.Agents = stack.GatewayUser{Name: prefix + "agents", Tenants: []string{tenant}}
 	if u.Agents.Password, err = NewPassword(); err != nil {
 		return u, err
 	}
-	u.Controller = testenv.GatewayUser{Name: prefix + "controller", Tenants: []string{tenant}}
+	u.Controller = stack.GatewayUser{Name: prefix + "controller", Tenants: []string{tenant}}
 	if u.Controller.Password, err = NewPassword(); err != nil {
 		return u, err
 	}
@@ -118,18 +118,18 @@ func checkSecureOptions(o Options) error {
 	case o.Secure && o.Loki == nil && o.Gateway != nil:
 		return errors.New("fleet: Options.Gateway is the gateway of a shared Loki (Options.Loki); a fleet with its own Loki starts its own gateway")
 	case o.Secure && o.Loki != nil && o.Loki.Tenant == "":
-		return errors.New("fleet: a secure fleet needs a multi-tenant Loki (testenv.LokiOptions{Auth: true})")
+		return errors.New("fleet: a secure fleet needs a multi-tenant Loki (stack.LokiOptions{Auth: true})")
 	}
 	return nil
 }
 
 // newFleetCA is the CA of a secure fleet's own gateway and Prometheus.
-func newFleetCA() (*testpki.CA, error) {
+func newFleetCA() (*pki.CA, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
 		return nil, err
 	}
-	return testpki.NewCA("nettune-fleet-ca", serial.Add(serial, big.NewInt(1)), 24*time.Hour)
+	return pki.NewCA("nettune-fleet-ca", serial.Add(serial, big.NewInt(1)), 24*time.Hour)
 }
 
 // startSecureLoki starts, for a secure fleet, Loki with auth and the
@@ -155,7 +155,7 @@ func (f *Fleet) startSecureLoki() error {
 		f.Gateway, f.sharedGateway = o.Gateway, true
 	} else {
 		var err error
-		if f.Loki, err = testenv.RunLokiOpts(filepath.Join(o.Dir, "loki"), testenv.LokiOptions{Auth: true, Tenant: s.tenant}); err != nil {
+		if f.Loki, err = stack.RunLokiOpts(filepath.Join(o.Dir, "loki"), stack.LokiOptions{Auth: true, Tenant: s.tenant}); err != nil {
 			return err
 		}
 		if err := o.Ledger.Children(); err != nil {
@@ -164,8 +164,8 @@ func (f *Fleet) startSecureLoki() error {
 		if f.ca, err = newFleetCA(); err != nil {
 			return err
 		}
-		f.Gateway, err = testenv.RunGateway(filepath.Join(o.Dir, "gateway"), testenv.GatewayOptions{
-			Upstream: f.Loki.URL, CA: f.ca, Users: []testenv.GatewayUser{s.users.Agents, s.users.Controller}})
+		f.Gateway, err = stack.RunGateway(filepath.Join(o.Dir, "gateway"), stack.GatewayOptions{
+			Upstream: f.Loki.URL, CA: f.ca, Users: []stack.GatewayUser{s.users.Agents, s.users.Controller}})
 		if err != nil {
 			return err
 		}
@@ -174,7 +174,7 @@ func (f *Fleet) startSecureLoki() error {
 		}
 	}
 	s.lokiCA = f.Gateway.CAPEM
-	for _, u := range []testenv.GatewayUser{s.users.Agents, s.users.Controller} {
+	for _, u := range []stack.GatewayUser{s.users.Agents, s.users.Controller} {
 		s.secretVals = append(s.secretVals, u.Password, BasicAuth(u.Name, u.Password))
 	}
 	s.agentsDir = filepath.Join(f.Dir, "credentials", "agents")
@@ -187,23 +187,23 @@ func (f *Fleet) startSecureLoki() error {
 
 // securePrometheusOptions are the TLS and basic auth of a secure fleet's
 // Prometheus; the password is made here.
-func (f *Fleet) securePrometheusOptions(targets []string) (testenv.PrometheusOptions, error) {
+func (f *Fleet) securePrometheusOptions(targets []string) (stack.PrometheusOptions, error) {
 	pass, err := NewPassword()
 	if err != nil {
-		return testenv.PrometheusOptions{}, err
+		return stack.PrometheusOptions{}, err
 	}
 	f.secure.promPass = pass
 	f.secure.secretVals = append(f.secure.secretVals, pass, BasicAuth(PrometheusUser, pass))
 	if f.ca == nil {
 		if f.ca, err = newFleetCA(); err != nil {
-			return testenv.PrometheusOptions{}, err
+			return stack.PrometheusOptions{}, err
 		}
 	}
-	return testenv.PrometheusOptions{Targets: targets, TLS: true, CA: f.ca, Users: map[string]string{PrometheusUser: pass}}, nil
+	return stack.PrometheusOptions{Targets: targets, TLS: true, CA: f.ca, Users: map[string]string{PrometheusUser: pass}}, nil
 }
 
 // lokiKeys are the credentials keys of a gateway user of the fleet.
-func (s *secureState) lokiKeys(u testenv.GatewayUser) map[string][]byte {
+func (s *secureState) lokiKeys(u stack.GatewayUser) map[string][]byte {
 	return map[string][]byte{
 		httpauth.KeyTenant:   []byte(s.tenant),
 		httpauth.KeyUsername: []byte(u.Name),

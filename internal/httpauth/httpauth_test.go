@@ -28,7 +28,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nettune/nettune/internal/testpki"
+	"github.com/nettune/nettune/internal/pki"
 )
 
 func TestParseNamesTheKey(t *testing.T) {
@@ -169,11 +169,11 @@ func TestDirClientRotation(t *testing.T) {
 
 func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 	t.Helper()
-	ca, err := testpki.NewCA("httpauth-test", big.NewInt(1), time.Hour)
+	ca, err := pki.NewCA("httpauth-test", big.NewInt(1), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM, keyPEM, err = ca.Issue(testpki.Cert{Serial: big.NewInt(2), CommonName: "client", Validity: time.Hour})
+	certPEM, keyPEM, err = ca.Issue(pki.Cert{Serial: big.NewInt(2), CommonName: "client", Validity: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

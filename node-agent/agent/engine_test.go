@@ -50,9 +50,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // testNS is a named network namespace made by a test, with a Handle on it.

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // evRecord is one EventSink call.

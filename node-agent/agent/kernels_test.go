@@ -30,9 +30,9 @@ import (
 	"time"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestCongestionControlLoadedOnDemand: a route asks for an algorithm the

@@ -27,8 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/lokipush"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestLogsShippedCondition: each push outcome becomes the condition's

@@ -29,8 +29,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestRevisionInfoFollowsTheCommittedSpec: nettune_agent_revision_info

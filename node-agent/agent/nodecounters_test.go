@@ -28,9 +28,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // tcpExtOf reads TcpExt of ns's /proc/net/netstat on a thread inside it,

@@ -48,10 +48,10 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // These tests run the node agent's reconciler in a controller-runtime

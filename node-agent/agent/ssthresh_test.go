@@ -30,8 +30,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/kernel"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // profileSsthresh is below the initial window (10), so a connection that

@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestLoadCongestionControl: names that cannot be algorithms are refused

@@ -40,10 +40,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
-	"github.com/nettune/nettune/internal/nettest"
-	"github.com/nettune/nettune/internal/testenv"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/lokipush"
+	"github.com/nettune/nettune/test/framework/nettest"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // ltNetns creates a named namespace with lo up and returns a handle on it;

@@ -16,10 +16,10 @@ limitations under the License.
 
 package lokipush
 
-// These tests push to a real Loki (internal/testenv: bin/loki on 127.0.0.1)
-// and stop and restart it to cut the vehicle's uplink. Only the HTTP status
-// classification test uses a local HTTP server, to answer 500 and 429 on
-// demand.
+// These tests push to a real Loki (test/framework/testenv: bin/loki on
+// 127.0.0.1) and stop and restart it to cut the vehicle's uplink. Only the
+// HTTP status classification test uses a local HTTP server, to answer 500
+// and 429 on demand.
 
 import (
 	"compress/gzip"
@@ -45,8 +45,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nettune/nettune/internal/nettest"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/nettest"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // lpLogger logs to t until the test ends.

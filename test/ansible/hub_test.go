@@ -47,8 +47,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nettune/nettune/internal/hubtest"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/hubtest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // hubCluster is the name the test cluster gets at the hub: one the hub has
@@ -56,9 +56,9 @@ import (
 const hubCluster = "ansible-depot-1"
 
 // TestHubRegisterPlay runs hub-register.yml for one k3s cluster against a
-// real Open Cluster Management hub (internal/hubtest: kube-apiserver, OCM's
-// hub controllers with ManagedClusterAutoApproval for the bootstrap user,
-// kube-controller-manager signing CSRs). The cluster is kine and a
+// real Open Cluster Management hub (test/framework/hubtest: kube-apiserver,
+// OCM's hub controllers with ManagedClusterAutoApproval for the bootstrap
+// user, kube-controller-manager signing CSRs). The cluster is kine and a
 // kube-apiserver, as a k3s server stores and serves it, with no agent; its
 // server is a local host whose files are rooted in a directory of the test.
 // The play's hub side creates the ManagedCluster (labels, lease duration,
@@ -575,7 +575,7 @@ func waitManagedClusterJoined(ctx context.Context, hub *hubtest.Hub, name string
 }
 
 // bareCluster is a k3s server's API as the play sees it: kine on SQLite and
-// a kube-apiserver on it (as internal/hubtest starts a spoke), with no
+// a kube-apiserver on it (as test/framework/hubtest starts a spoke), with no
 // agent.
 type bareCluster struct {
 	kubeconfig string

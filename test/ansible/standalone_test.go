@@ -23,7 +23,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // hostPair is two network namespaces joined by a veth: host a (the host the

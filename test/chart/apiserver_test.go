@@ -44,7 +44,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // Node-name binding of the agent's token, as the kubelet's projected

@@ -36,7 +36,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // kubeconfigAs writes a kubeconfig that authenticates as the control

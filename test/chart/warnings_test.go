@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // TestProfileWarnings: with the chart installed, the API server stores a

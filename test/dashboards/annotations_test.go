@@ -33,7 +33,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/eventlog"
 	"github.com/nettune/nettune/controllers/planner"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // lokiLog ships the controller's event lines to a test Loki, as the

@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // TestRunnerTellsDataFromNothing: against a real Loki and Prometheus, the

@@ -31,7 +31,7 @@ import (
 
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/procfs"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 func TestDepsLeavesTheUsersPrometheus(t *testing.T) {

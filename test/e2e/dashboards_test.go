@@ -33,6 +33,7 @@ import (
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/test/dashboards"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // The vehicle whose agents revert and whose host drifts: the dashboards are
@@ -76,7 +77,7 @@ func testRevert(t *testing.T) {
 	}
 	defer unblock()
 	peers := fmt.Sprintf(`node=~"%s|%s"`, fleet.NodeName(revertVehicle, "xavier-a"), fleet.NodeName(revertVehicle, "xavier-b"))
-	before := f.Prometheus.WaitForQuery(t, `sum(nettune_agent_reverts_total{`+peers+`})`, 30*time.Second)
+	before := testenv.Prometheus{Prometheus: f.Prometheus}.WaitForQuery(t, `sum(nettune_agent_reverts_total{`+peers+`})`, 30*time.Second)
 
 	began := time.Now()
 	edit(t, func(p *v1alpha1.NetTuningProfile) {
@@ -95,7 +96,7 @@ func testRevert(t *testing.T) {
 		t.Logf("RolledBack: %s", c.Message)
 	}
 	// Both peers of the blocked host reverted on their own, for the probe.
-	got := f.Prometheus.WaitForQuery(t, fmt.Sprintf(`sum(nettune_agent_reverts_total{%s}) >= %g`, peers, before+2), 30*time.Second)
+	got := testenv.Prometheus{Prometheus: f.Prometheus}.WaitForQuery(t, fmt.Sprintf(`sum(nettune_agent_reverts_total{%s}) >= %g`, peers, before+2), 30*time.Second)
 	t.Logf("agent reverts on %s: %g -> %g", peers, before, got)
 	for _, host := range []string{"xavier-a", "xavier-b"} {
 		node := fleet.NodeName(revertVehicle, host)
@@ -119,7 +120,7 @@ func testDrift(t *testing.T) {
 	h, peer := v.Host(driftHost), v.Host("xavier-b")
 	node := fleet.NodeName(revertVehicle, driftHost)
 	want := "cwnd lock 40" // the stable revision, v1
-	before := f.Prometheus.WaitForQuery(t, `sum(nettune_agent_drift_repairs_total{node="`+node+`"})`, 30*time.Second)
+	before := testenv.Prometheus{Prometheus: f.Prometheus}.WaitForQuery(t, `sum(nettune_agent_drift_repairs_total{node="`+node+`"})`, 30*time.Second)
 	routeTo := func() string {
 		out, err := f.Routes(revertVehicle, driftHost)
 		if err != nil {
@@ -141,7 +142,7 @@ func testDrift(t *testing.T) {
 	began := time.Now()
 	waitFor(t, 30*time.Second, "the route re-tuned", func() bool { return strings.Contains(routeTo(), want) })
 	t.Logf("route to %s changed without metrics -> re-tuned: %s (%s)", peer.Addr, time.Since(began).Round(time.Millisecond), routeTo())
-	got := f.Prometheus.WaitForQuery(t, fmt.Sprintf(`sum(nettune_agent_drift_repairs_total{node="%s"}) >= %g`, node, before+1), 30*time.Second)
+	got := testenv.Prometheus{Prometheus: f.Prometheus}.WaitForQuery(t, fmt.Sprintf(`sum(nettune_agent_drift_repairs_total{node="%s"}) >= %g`, node, before+1), 30*time.Second)
 	t.Logf("drift repairs on %s: %g -> %g", node, before, got)
 }
 
@@ -193,13 +194,13 @@ func testDashboards(t *testing.T, rev string) {
 		`{job="nettune-agent", vehicle="` + revertVehicle + `", node="` + node + `"} | json | event="reverted"`,
 		`{job="nettune-agent", vehicle="` + revertVehicle + `", node="` + node + `"} | json | event="drift_repaired"`,
 	} {
-		f.Loki.WaitForCount(t, q, 1, 30*time.Second)
+		testenv.Loki{Loki: f.Loki}.WaitForCount(t, q, 1, 30*time.Second)
 	}
 
 	// As Grafana would: Loki through the gateway with a tenant and basic
 	// auth, Prometheus with TLS and basic auth.
 	r := &dashboards.Runner{LokiURL: f.LokiAddress(), PrometheusURL: f.Prometheus.URL, Client: f.QueryClient(), Start: fleetUp, End: time.Now(), Step: 10 * time.Second}
-	vars := r.Vars(time.Second) // testenv's Prometheus scrapes every second
+	vars := r.Vars(time.Second) // internal/stack's Prometheus scrapes every second
 	vars["profile"], vars["revision"], vars["vehicle"], vars["node"] = profile, rev, revertVehicle, node
 	began := time.Now()
 	outcomes, err := r.RunAll(context.Background(), ds, vars)
@@ -270,7 +271,7 @@ func testExperimentDashboard(t *testing.T, x *v1alpha1.NetTuningExperiment, bega
 		t.Fatalf("the experiment has no control vehicles: %+v", x.Status.Arms)
 	}
 	// What the annotations show has reached Loki (the shippers batch for 1s).
-	f.Loki.WaitForCount(t, `{job="nettune-controller", experiment="`+x.Name+`"} | json | event="ArmStopped"`, 1, 30*time.Second)
+	testenv.Loki{Loki: f.Loki}.WaitForCount(t, `{job="nettune-controller", experiment="`+x.Name+`"} | json | event="ArmStopped"`, 1, 30*time.Second)
 	r := &dashboards.Runner{LokiURL: f.LokiAddress(), PrometheusURL: f.Prometheus.URL, Client: f.QueryClient(), Start: began, End: time.Now(), Step: 5 * time.Second}
 	vars := r.Vars(time.Second)
 	// A multi-value variable with several values chosen is a regex.

@@ -37,6 +37,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/node-agent/lokipush"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // The application's own traffic, as the autonomy stack would send it: a
@@ -233,7 +234,7 @@ func TestApplicationLatencyJudgesTheBadEdit(t *testing.T) {
 	stable := getProfile(t).Status.StableRevision
 	e := startAppEmitter(t)
 	// Five seconds of every sender's frames reached Loki through the gateway.
-	f.Loki.WaitForCount(t, `{app="planner"}`, len(f.Vehicles)*len(appSenders)*appRate*5, 2*time.Minute)
+	testenv.Loki{Loki: f.Loki}.WaitForCount(t, `{app="planner"}`, len(f.Vehicles)*len(appSenders)*appRate*5, 2*time.Minute)
 
 	w := watchFleet(t)
 	judge := appJudge(t)

@@ -14,11 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package hub tests the Open Cluster Management harness (internal/hubtest)
-// that nettune's hub mode is tested on: a hub and three spokes on kine join,
-// ManifestWorks reach every spoke and their status feedback comes back, and a
-// spoke whose API server stops goes Available=Unknown on the hub and catches
-// up with the ManifestWork changed meanwhile when it returns.
+// Package hub tests the Open Cluster Management harness
+// (test/framework/hubtest) that nettune's hub mode is tested on: a hub and
+// three spokes on kine join, ManifestWorks reach every spoke and their
+// status feedback comes back, and a spoke whose API server stops goes
+// Available=Unknown on the hub and catches up with the ManifestWork changed
+// meanwhile when it returns.
 //
 // It needs bin/ocm, bin/kine, bin/crds/ocm and the control plane tools (make
 // tools); without them it skips, unless NETTUNE_REQUIRE_TOOLS is set.
@@ -41,8 +42,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nettune/nettune/internal/hubtest"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/test/framework/hubtest"
 )
 
 const (

@@ -42,9 +42,10 @@ import (
 	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/httpauth"
-	"github.com/nettune/nettune/internal/hubtest"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/internal/stack"
+	"github.com/nettune/nettune/test/framework/hubtest"
+	"github.com/nettune/nettune/test/framework/testenv"
 )
 
 // cluster is one spoke of the rollout test with its vehicles.
@@ -109,7 +110,7 @@ func TestHubRollout(t *testing.T) {
 		}
 	})
 	names := []string{"depot-a", "depot-b", "depot-c"}
-	loki, err := testenv.RunLokiOpts(filepath.Join(dir, "loki"), testenv.LokiOptions{Auth: true, Tenant: strings.Join(names, "|")})
+	loki, err := stack.RunLokiOpts(filepath.Join(dir, "loki"), stack.LokiOptions{Auth: true, Tenant: strings.Join(names, "|")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestHubRollout(t *testing.T) {
 		}
 		u := users[name]
 		f, err := fleet.Start(ctx, fleet.Options{Dir: filepath.Join(dir, name), Vehicles: vs, Loki: loki, NoPrometheus: true,
-			Secure: true, Tenant: name, Gateway: gw, LokiUsers: &u,
+			Secure: true, Tenant: name, Gateway: gw.Gateway, LokiUsers: &u,
 			ControlPlane: &localcp.ControlPlane{Config: s.Config, Client: s.Client, Kubeconfig: s.Kubeconfig, Scheme: h.Scheme}})
 		if err != nil {
 			t.Fatalf("vehicles of %s: %v", name, err)
@@ -198,7 +199,7 @@ func TestHubRollout(t *testing.T) {
 		for v := range c.fleet.Vehicles {
 			vehicles = append(vehicles, v)
 		}
-		loki.WithTenant(c.name).WaitForCount(t, `{job="nettune-probe", vehicle=~"`+strings.Join(vehicles, "|")+`"}`, 1, 2*time.Minute)
+		testenv.Loki{Loki: loki}.WithTenant(c.name).WaitForCount(t, `{job="nettune-probe", vehicle=~"`+strings.Join(vehicles, "|")+`"}`, 1, 2*time.Minute)
 	}
 
 	// v2, the demo's good edit: canaries in two clusters first.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package node installs the chart on a real node (internal/testnode): a
+// Package node installs the chart on a real node (test/framework/testnode): a
 // kubelet with containerd, runc and a bridge CNI starts the agent
 // DaemonSet and the controller Deployment from images built from this tree,
 // mounts the agent's hostPath state, runs its probes and enforces its
@@ -58,7 +58,7 @@ import (
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/scheme"
-	"github.com/nettune/nettune/internal/testnode"
+	"github.com/nettune/nettune/test/framework/testnode"
 )
 
 const (

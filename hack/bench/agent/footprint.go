@@ -38,9 +38,9 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
+	"github.com/nettune/nettune/hack/images/oci"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/scheme"
-	"github.com/nettune/nettune/internal/testnode"
 )
 
 // footprint is what a running nettune-agent costs: idle with 100 tuned
@@ -321,23 +321,23 @@ func runFootprint(root string, o footprintOptions, image string, vms []string, j
 	}
 	defer os.RemoveAll(work)
 	if image == "" {
-		platforms := []testnode.Platform{{Architecture: runtime.GOARCH, OS: "linux"}}
+		platforms := []oci.Platform{{Architecture: runtime.GOARCH, OS: "linux"}}
 		for _, vm := range vms {
 			k, ok := vmKernels[vm]
 			if !ok {
 				return fmt.Errorf("no kernel line %q", vm)
 			}
-			if p := (testnode.Platform{Architecture: k.arch, OS: "linux"}); !slices.Contains(platforms, p) {
+			if p := (oci.Platform{Architecture: k.arch, OS: "linux"}); !slices.Contains(platforms, p) {
 				platforms = append(platforms, p)
 			}
 		}
 		image = filepath.Join(work, "nettune-agent.oci.tar")
 		fmt.Printf("==> building the agent image index for %v\n", platforms)
-		if err := testnode.BuildImageIndex(ctx, root, work, image, testnode.AgentImage(testnode.ImageRegistry, "bench"), platforms); err != nil {
+		if err := oci.BuildImageIndex(ctx, root, work, image, oci.AgentImage(oci.ImageRegistry, "bench"), platforms); err != nil {
 			return err
 		}
 	}
-	hostAgent, err := testnode.AgentBinaryFromIndex(image, runtime.GOARCH)
+	hostAgent, err := oci.AgentBinaryFromIndex(image, runtime.GOARCH)
 	if err != nil {
 		return err
 	}
@@ -366,7 +366,7 @@ func runFootprint(root string, o footprintOptions, image string, vms []string, j
 	results := []footprint{f}
 	for _, vm := range vms {
 		fmt.Printf("==> footprint in the %s VM (qemu TCG)\n", vm)
-		agent, err := testnode.AgentBinaryFromIndex(image, vmKernels[vm].arch)
+		agent, err := oci.AgentBinaryFromIndex(image, vmKernels[vm].arch)
 		if err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func footprintSection(rs, prev []footprint, o footprintOptions, vms []string) st
 		args = " -vm " + strings.Join(vms, ",")
 	}
 	fmt.Fprintf(&b, "Produced by `cd hack/bench && go run ./agent -footprint%s` on %s. ", args, time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "The agent binaries are taken from the agent's image index built from this tree, its linux/amd64 and linux/arm64 images (`make images`, `testnode.AgentBinaryFromIndex`). "+
+	fmt.Fprintf(&b, "The agent binaries are taken from the agent's image index built from this tree, its linux/amd64 and linux/arm64 images (`make images`, `oci.AgentBinaryFromIndex`). "+
 		"Each runs `nettune-agent run` against a kube-apiserver on this machine (from the VMs through qemu's user-mode network), "+
 		"applies 100 routes in a network namespace, idles %s (drift watcher and 30 s resync running), then applies new metrics on the 100 routes %d times. "+
 		"The VMs are hack/kernels' kernel lines under qemu TCG (`-m 1024 -smp 1`; aarch64: `-M virt -cpu cortex-a57`). "+

@@ -34,7 +34,7 @@ import (
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/render"
 	"github.com/nettune/nettune/controllers/revision"
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 // arm is one configuration under test.
@@ -100,7 +100,7 @@ const (
 // does: nodes carry the vehicle, host and hardware labels, Address is the
 // host's LAN address and Device its LAN interface. Kernel defaults render
 // with no profile input: a spec with no routes.
-func renderNodes(v *testbed.Vehicle, a *arm) (map[string]v1alpha1.NodeNetTuningSpec, error) {
+func renderNodes(v *vehiclesim.Vehicle, a *arm) (map[string]v1alpha1.NodeNetTuningSpec, error) {
 	var nodes []render.Node
 	for _, h := range v.Hosts {
 		nodes = append(nodes, render.Node{
@@ -142,7 +142,7 @@ type agentRunner struct {
 	stateDir map[string]string
 }
 
-func newAgentRunner(bin string, v *testbed.Vehicle) (*agentRunner, error) {
+func newAgentRunner(bin string, v *vehiclesim.Vehicle) (*agentRunner, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ type applied struct {
 // (the /32 routes it created are deleted). It then checks `ip route` in every
 // host: the tuned arms have a /32 route with the metrics to every peer, the
 // defaults arm has no metrics anywhere.
-func (r *agentRunner) apply(ctx context.Context, v *testbed.Vehicle, a *arm, sender, receiver *testbed.Host) (applied, error) {
+func (r *agentRunner) apply(ctx context.Context, v *vehiclesim.Vehicle, a *arm, sender, receiver *vehiclesim.Host) (applied, error) {
 	start := time.Now()
 	res := applied{Revision: map[string]string{}}
 	specs, err := renderNodes(v, a)
@@ -298,7 +298,7 @@ func agentReport(out string) string {
 }
 
 // checkRoutes verifies a host's route table after an arm was applied.
-func checkRoutes(a *arm, v *testbed.Vehicle, h *testbed.Host, table string) error {
+func checkRoutes(a *arm, v *vehiclesim.Vehicle, h *vehiclesim.Host, table string) error {
 	byDst := map[string]string{}
 	for _, l := range strings.Split(table, "\n") {
 		if f := strings.Fields(l); len(f) > 0 {

@@ -32,9 +32,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/internal/vehiclesim"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/latency"
-	"github.com/nettune/nettune/test/testbed"
 )
 
 // probePort is the agent's probe port on every host: the agent's post-apply
@@ -51,7 +51,7 @@ type servers struct {
 	wg    sync.WaitGroup
 }
 
-func startServers(v *testbed.Vehicle) (*servers, error) {
+func startServers(v *vehiclesim.Vehicle) (*servers, error) {
 	s := &servers{conns: map[net.Conn]struct{}{}}
 	for _, h := range v.Hosts {
 		var ln net.Listener
@@ -256,13 +256,13 @@ func (t *connTracker) stats(topics int) connStats {
 // one instant.
 type counters struct {
 	tcp    map[string]kernel.TCPCounters
-	ports  map[string]testbed.PortStats
+	ports  map[string]vehiclesim.PortStats
 	cpu    cpuTimes
 	at     time.Time
 	load1s string
 }
 
-func readCounters(v *testbed.Vehicle) (counters, error) {
+func readCounters(v *vehiclesim.Vehicle) (counters, error) {
 	c := counters{tcp: map[string]kernel.TCPCounters{}, at: time.Now()}
 	for _, h := range v.Hosts {
 		tc, err := h.TCPCounters()
@@ -366,10 +366,10 @@ type runResult struct {
 	PortSentPackets          uint64
 	OtherDrops               uint64 // every other switch port
 
-	Solo         testbed.TransferStats // the heavy transfer alone, before the scenario
-	HeavyStats   testbed.TransferStats
-	BurstStats   testbed.BurstStats
-	ForeignStats testbed.UDPStats
+	Solo         vehiclesim.TransferStats // the heavy transfer alone, before the scenario
+	HeavyStats   vehiclesim.TransferStats
+	BurstStats   vehiclesim.BurstStats
+	ForeignStats vehiclesim.UDPStats
 
 	CPUBusy float64 // machine-wide, over the window
 	CPUSelf float64 // this process (emulators, scenarios, server), share of the machine
@@ -390,12 +390,12 @@ type runResult struct {
 // bench is the running benchmark.
 type bench struct {
 	c        config
-	v        *testbed.Vehicle
-	receiver *testbed.Host
-	topics   []*testbed.Host // topic senders
-	burst    []*testbed.Host
-	foreign  *testbed.Host
-	heavy    *testbed.Host
+	v        *vehiclesim.Vehicle
+	receiver *vehiclesim.Host
+	topics   []*vehiclesim.Host // topic senders
+	burst    []*vehiclesim.Host
+	foreign  *vehiclesim.Host
+	heavy    *vehiclesim.Host
 	log      logr.Logger
 }
 
@@ -423,7 +423,7 @@ func (b *bench) runArm(ctx context.Context, round, slot int, a *arm, ap applied)
 	// has the receiver's port to itself.
 	if !c.noHeavy && c.solo > 0 {
 		sctx, scancel := context.WithTimeout(rctx, c.solo)
-		st, err := testbed.HeavyTransfer(sctx, b.heavy, b.receiver)
+		st, err := vehiclesim.HeavyTransfer(sctx, b.heavy, b.receiver)
 		scancel()
 		if err != nil {
 			return nil, fmt.Errorf("heavy transfer alone: %w", err)
@@ -445,7 +445,7 @@ func (b *bench) runArm(ctx context.Context, round, slot int, a *arm, ap applied)
 	}
 	if !c.noHeavy {
 		wg.Go(func() {
-			st, err := testbed.HeavyTransfer(rctx, b.heavy, b.receiver)
+			st, err := vehiclesim.HeavyTransfer(rctx, b.heavy, b.receiver)
 			res.HeavyStats = st
 			if err != nil {
 				fail(err)
@@ -454,7 +454,7 @@ func (b *bench) runArm(ctx context.Context, round, slot int, a *arm, ap applied)
 	}
 	if len(b.burst) > 0 && c.burstBytes > 0 {
 		wg.Go(func() {
-			st, err := testbed.Burst(rctx, b.burst, b.receiver, c.burstBytes, c.burstEvery)
+			st, err := vehiclesim.Burst(rctx, b.burst, b.receiver, c.burstBytes, c.burstEvery)
 			res.BurstStats = st
 			if err != nil {
 				fail(err)
@@ -463,7 +463,7 @@ func (b *bench) runArm(ctx context.Context, round, slot int, a *arm, ap applied)
 	}
 	if b.foreign != nil && c.foreignBytes > 0 {
 		wg.Go(func() {
-			st, err := testbed.ForeignBursts(rctx, b.foreign, b.receiver, c.foreignBytes, c.foreignEvery)
+			st, err := vehiclesim.ForeignBursts(rctx, b.foreign, b.receiver, c.foreignBytes, c.foreignEvery)
 			res.ForeignStats = st
 			if err != nil {
 				fail(err)

@@ -29,15 +29,15 @@ import (
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
 	"github.com/nettune/nettune/controllers/revision"
+	"github.com/nettune/nettune/internal/vehiclesim"
 	"github.com/nettune/nettune/node-agent/kernel"
-	"github.com/nettune/nettune/test/testbed"
 )
 
 // sampler watches, through sock_diag in every other host's namespace, the
 // TCP connections into one receiving host: how many hosts have data moving
 // into it at once, and the RTTs of those connections.
 type sampler struct {
-	receiver *testbed.Host
+	receiver *vehiclesim.Host
 	handles  map[string]*kernel.Handle
 
 	mu      sync.Mutex
@@ -46,7 +46,7 @@ type sampler struct {
 	polls   int
 }
 
-func newSampler(v *testbed.Vehicle, receiver *testbed.Host) (*sampler, error) {
+func newSampler(v *vehiclesim.Vehicle, receiver *vehiclesim.Host) (*sampler, error) {
 	s := &sampler{receiver: receiver, handles: map[string]*kernel.Handle{}}
 	for _, h := range v.Hosts {
 		if h == receiver {
@@ -141,7 +141,7 @@ func (b *bench) recommendArm(ctx context.Context, agent *agentRunner, base *arm)
 		return nil, nil, fmt.Errorf("the sampling run: %w", runErr)
 	}
 	recs, err := experiment.Recommend(experiment.Topology{
-		BufferBytes: testbed.DefaultBufferBytes, LinkBitsPerSecond: 1e9,
+		BufferBytes: vehiclesim.DefaultBufferBytes, LinkBitsPerSecond: 1e9,
 		Receivers: []experiment.Receiver{{Host: b.receiver.Name, Senders: s.senders, RTTs: s.rtts}},
 	})
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 func fmtMs(d time.Duration) string {
@@ -44,7 +44,7 @@ func pct(x float64) string { return fmt.Sprintf("%+.1f %%", 100*x) }
 
 type report struct {
 	c        config
-	v        *testbed.Vehicle
+	v        *vehiclesim.Vehicle
 	b        *bench
 	arms     []*armResult
 	order    [][]string
@@ -315,18 +315,18 @@ func (r *report) markdown() string {
 
 	fmt.Fprintf(&s, "%s\n", r.discardedText())
 	fmt.Fprintf(&s, "### Setup\n\n")
-	fmt.Fprintf(&s, "- **Vehicle**: one testbed vehicle (`test/testbed`) `%s` with six hosts xavier-a..xavier-f (network namespaces) behind one switch namespace: a bridge whose every egress port is `tbf rate 1gbit burst 6056 limit 131072` (the SJA1105's 128 KB buffer; drops are real buffer overflow, no netem), each host's NIC shaped to 1 Gbit/s with a 1000-frame queue, TSO/GSO off, MTU 1500.\n", r.v.Name)
+	fmt.Fprintf(&s, "- **Vehicle**: one simulated vehicle (`internal/vehiclesim`) `%s` with six hosts xavier-a..xavier-f (network namespaces) behind one switch namespace: a bridge whose every egress port is `tbf rate 1gbit burst 6056 limit 131072` (the SJA1105's 128 KB buffer; drops are real buffer overflow, no netem), each host's NIC shaped to 1 Gbit/s with a 1000-frame queue, TSO/GSO off, MTU 1500.\n", r.v.Name)
 	fmt.Fprintf(&s, "- **Topics** (measured): the real topic emulator (`node-agent/latency.Emulator`), one per sender host, dialing from inside xavier-b, -c and -d to the latency server (`latency.Serve`) on the receiver xavier-a's probe port %d: one persistent TCP connection per topic (planning from b, perception from c, prediction from d), **%d-byte messages at %g Hz each** (%.0f Mbit/s per topic, %.0f Mbit/s together). Latency = from just before the first byte is written until the receiver's application acknowledgement is read (one clock). ", probePort, c.topicSize, c.topicRate, float64(c.topicSize)*8*c.topicRate/1e6, 3*float64(c.topicSize)*8*c.topicRate/1e6)
 	fmt.Fprintf(&s, "Why these numbers: a 16 KB message is 12 full frames, a planning trajectory or an object list rather than a one-frame heartbeat, so it spans several packets and a tail loss can strand it; the vehicle's planning topic runs at 10 Hz, but a trustworthy p99.99 needs well over 10^5 messages per arm (1 in 10,000 is then tens of messages, not one), which at 10 Hz would take hours per arm, so each topic runs at %g Hz, like 40 vehicles' worth of 10 Hz topics multiplexed on one connection. The sender never waits: ticks missed while a write blocks are dropped, not made up (the table's \"of N ticks\").\n", c.topicRate)
 	fmt.Fprintf(&s, "- **Scenario** (the field report's three loss conditions, all at once, the same for every arm, running through the warm-up and the window):\n")
-	fmt.Fprintf(&s, "  1. *Topics bursting at once* (`testbed.Burst`): %s each write %d KB into xavier-a at the same instant every %s, on their own persistent connections (other topics of the same compute units). %d x %d KB = %d KB at line rate from each NIC is %.1f ms of wire time into one 1 Gbit/s port: under 10 ms, as in the report, and more than the 128 KB the port can queue when the senders' windows let it arrive at once.\n",
+	fmt.Fprintf(&s, "  1. *Topics bursting at once* (`vehiclesim.Burst`): %s each write %d KB into xavier-a at the same instant every %s, on their own persistent connections (other topics of the same compute units). %d x %d KB = %d KB at line rate from each NIC is %.1f ms of wire time into one 1 Gbit/s port: under 10 ms, as in the report, and more than the 128 KB the port can queue when the senders' windows let it arrive at once.\n",
 		strings.Join(c.burstHosts, ", "), c.burstBytes>>10, c.burstEvery, len(c.burstHosts), c.burstBytes>>10, len(c.burstHosts)*c.burstBytes>>10, float64(len(c.burstHosts)*c.burstBytes)*8/1e9*1e3)
 	if c.noHeavy {
 		fmt.Fprintf(&s, "  2. *Heavy transfer*: left out in this run (`-no-heavy`).\n")
 	} else {
-		fmt.Fprintf(&s, "  2. *A long heavy transfer* (`testbed.HeavyTransfer`): xavier-f copies to xavier-a as fast as TCP goes (someone copying logs) for the whole arm-run.\n")
+		fmt.Fprintf(&s, "  2. *A long heavy transfer* (`vehiclesim.HeavyTransfer`): xavier-f copies to xavier-a as fast as TCP goes (someone copying logs) for the whole arm-run.\n")
 	}
-	fmt.Fprintf(&s, "  3. *Short foreign UDP bursts* (`testbed.ForeignBursts`): xavier-e sends %d KB of full-size datagrams at line rate to xavier-a every %s (a lidar point cloud, a log uploader); UDP does not back off.\n", c.foreignBytes>>10, c.foreignEvery)
+	fmt.Fprintf(&s, "  3. *Short foreign UDP bursts* (`vehiclesim.ForeignBursts`): xavier-e sends %d KB of full-size datagrams at line rate to xavier-a every %s (a lidar point cloud, a log uploader); UDP does not back off.\n", c.foreignBytes>>10, c.foreignEvery)
 	fmt.Fprintf(&s, "- **Arms**, each applied to all six hosts **by the real agent**: the spec of every host is rendered with `render.Render` from the sample profile (nodes = the six hosts, labels `nettune.io/vehicle=%s`, `nettune.io/host=<host>`, `nettune.io/hardware=xavier` (and `nettune.io/lan-profile=v1`, v1's selector), Address = the host's LAN address, Device = lan0), written to a NodeNetTuning file and applied with `bin/nettune-agent apply -f FILE --netns <host netns> --state-dir <per-host temp dir>`, which must exit 0 (it commits only after reading every item back and probing every peer's port %d). Before every apply, `ip -n <host> tcp_metrics flush all` on every host, so no arm inherits another's cached RTT or window; the agent then primes the cache with the new route's locked cwnd.\n", r.v.Name, probePort)
 	for _, a := range r.arms {
 		ev := r.evidence[a.Arm.Name]

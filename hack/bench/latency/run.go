@@ -25,7 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 const (
@@ -58,7 +58,7 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 
-	v, err := testbed.New(ctx, testbed.Options{Name: vehicleName, Hosts: testbed.DefaultHosts})
+	v, err := vehiclesim.New(ctx, vehiclesim.Options{Name: vehicleName, Hosts: vehiclesim.DefaultHosts})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nettune/nettune/test/testbed"
+	"github.com/nettune/nettune/internal/vehiclesim"
 )
 
 // dist is a sorted latency sample.
@@ -186,4 +186,4 @@ func (r *armResult) receiverMbps() float64 {
 	return mbps(int64(r.PortSentBytes), r.Window)
 }
 
-var _ = testbed.UDPPayload
+var _ = vehiclesim.UDPPayload

@@ -21,7 +21,7 @@ limitations under the License.
 //
 //	A  plain HTTP straight to a multi-tenant Loki, tenant header only;
 //	B  HTTPS with basic auth through a TLS gateway (nginx) in front of it,
-//	   as internal/testenv runs it: keepalive_timeout 0, so every push
+//	   as internal/stack runs it: keepalive_timeout 0, so every push
 //	   opens a new connection and does a full TLS handshake;
 //	C  the same through a second such gateway with keep-alive on (75 s):
 //	   one handshake, then every push on the same connection, as a Loki
@@ -56,14 +56,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/testenv"
+	"github.com/nettune/nettune/internal/stack"
 )
 
 const (
@@ -152,13 +151,13 @@ func run() error {
 	}
 
 	// Loki, multi-tenant, and the gateways in front of it.
-	loki, err := testenv.RunLokiOpts(filepath.Join(tmp, "loki"), testenv.LokiOptions{Auth: true, Tenant: tenant})
+	loki, err := stack.RunLokiOpts(filepath.Join(tmp, "loki"), stack.LokiOptions{Auth: true, Tenant: tenant})
 	if err != nil {
 		return err
 	}
 	defer loki.Close()
-	users := []testenv.GatewayUser{{Name: user, Password: password, Tenants: []string{tenant}}}
-	gw, err := testenv.RunGateway(filepath.Join(tmp, "gateway"), testenv.GatewayOptions{Upstream: loki.URL, Users: users})
+	users := []stack.GatewayUser{{Name: user, Password: password, Tenants: []string{tenant}}}
+	gw, err := stack.RunGateway(filepath.Join(tmp, "gateway"), stack.GatewayOptions{Upstream: loki.URL, Users: users})
 	if err != nil {
 		return err
 	}
@@ -175,7 +174,7 @@ func run() error {
 	if reused, err := connReused(ctx, gw); err != nil {
 		return fmt.Errorf("gateway B: %w", err)
 	} else if reused {
-		return errors.New("gateway B reuses connections: internal/testenv's gateway changed (keepalive_timeout); update this benchmark's description")
+		return errors.New("gateway B reuses connections: internal/stack's gateway changed (keepalive_timeout); update this benchmark's description")
 	}
 	if !o.noKeepAlive {
 		gwKA, err := runKeepAliveGateway(ctx, filepath.Join(tmp, "gateway-keepalive"), loki.URL, users)
@@ -293,15 +292,15 @@ func writeSecretDir(dir string, data map[string]string) error {
 	return os.Symlink(snap, filepath.Join(dir, "..data"))
 }
 
-// runKeepAliveGateway starts a gateway as testenv does and turns its
+// runKeepAliveGateway starts a gateway as internal/stack does and turns its
 // keep-alive on (keepalive_timeout 0 -> 75s, SIGHUP to its nginx master),
 // then checks that a second request reuses the first one's connection.
-func runKeepAliveGateway(ctx context.Context, dir, upstream string, users []testenv.GatewayUser) (*testenv.Gateway, error) {
-	gw, err := testenv.RunGateway(dir, testenv.GatewayOptions{Upstream: upstream, Users: users})
+func runKeepAliveGateway(ctx context.Context, dir, upstream string, users []stack.GatewayUser) (*stack.Gateway, error) {
+	gw, err := stack.RunGateway(dir, stack.GatewayOptions{Upstream: upstream, Users: users})
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*testenv.Gateway, error) {
+	fail := func(err error) (*stack.Gateway, error) {
 		gw.Close()
 		return nil, fmt.Errorf("gateway with keep-alive: %w", err)
 	}
@@ -365,7 +364,7 @@ func nginxMaster(dir string) (int, error) {
 // connReused sends two requests to the gateway's /ready (through to Loki,
 // with basic auth) on one client and says whether the second reused the
 // first's connection.
-func connReused(ctx context.Context, gw *testenv.Gateway) (bool, error) {
+func connReused(ctx context.Context, gw *stack.Gateway) (bool, error) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(gw.CAPEM)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
@@ -456,7 +455,7 @@ func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // runChild runs pushload once and checks that every line it added reached
 // Loki.
-func runChild(ctx context.Context, o options, tmp, bin, arch string, v *variant, rep int, loki *testenv.Loki) (*result, error) {
+func runChild(ctx context.Context, o options, tmp, bin, arch string, v *variant, rep int, loki *stack.Loki) (*result, error) {
 	vehicle := fmt.Sprintf("bench-push-%s-%s-%d", arch, strings.ToLower(v.key), rep)
 	buf := filepath.Join(tmp, "buffer-"+vehicle)
 	args := []string{"-url", v.url, "-creds", v.dir, "-dir", buf, "-duration", o.duration.String(),
@@ -481,7 +480,7 @@ func runChild(ctx context.Context, o options, tmp, bin, arch string, v *variant,
 	_ = os.RemoveAll(buf)
 
 	sel := fmt.Sprintf(`{job="nettune-probe", vehicle=%q}`, vehicle)
-	if err := waitForCount(loki, sel, int(res.Added), 30*time.Second); err != nil {
+	if err := loki.WaitForCount(sel, int(res.Added), 30*time.Second); err != nil {
 		res.problem = fmt.Sprintf("%v (the shipper: %d added, %d pushed, %d dropped, %d left on disk, %d push errors, last %s %q)",
 			err, res.Added, res.Pushed, res.Dropped, res.Buffered, res.Errors, res.LastReason, res.LastMessage)
 	}
@@ -517,35 +516,8 @@ func childEnv() []string {
 	return env
 }
 
-// tb lets testenv's helpers that take a testing.TB run outside a test: a
-// Fatalf ends the helper's goroutine with the error.
-type tb struct {
-	testing.TB
-	err error
-}
-
-func (t *tb) Helper()             {}
-func (t *tb) Logf(string, ...any) {}
-func (t *tb) Fatalf(f string, a ...any) {
-	t.err = fmt.Errorf(f, a...)
-	runtime.Goexit()
-}
-
-// waitForCount is testenv's Loki.WaitForCount: at least want lines of sel
-// within timeout.
-func waitForCount(l *testenv.Loki, sel string, want int, timeout time.Duration) error {
-	t := &tb{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.WaitForCount(t, sel, want, timeout)
-	}()
-	<-done
-	return t.err
-}
-
 // lokiCount is the exact count of sel's lines over the last 24h.
-func lokiCount(ctx context.Context, l *testenv.Loki, sel string) (int64, error) {
+func lokiCount(ctx context.Context, l *stack.Loki, sel string) (int64, error) {
 	q := url.Values{"query": {fmt.Sprintf("sum(count_over_time(%s [24h]))", sel)}, "time": {strconv.FormatInt(time.Now().UnixNano(), 10)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.URL+"/loki/api/v1/query?"+q.Encode(), nil)
 	if err != nil {

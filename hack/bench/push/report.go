@@ -197,9 +197,9 @@ func (r *report) markdown(root string) string {
 		p("- **%s: %s** (keys %s).", v.key, v.name, strings.Join(keys, ", "))
 		switch v.key {
 		case "A":
-			p(" Straight to Loki (`testenv.RunLokiOpts`, `auth_enabled: true`, tenant `%s`), only the `X-Scope-OrgID` header.\n", tenant)
+			p(" Straight to Loki (`stack.RunLokiOpts`, `auth_enabled: true`, tenant `%s`), only the `X-Scope-OrgID` header.\n", tenant)
 		case "B":
-			p(" Through `testenv.RunGateway` (nginx, a P-256 ECDSA certificate of its own CA, bcrypt basic auth, the user allowed tenant `%s` only) as the tests run it: `keepalive_timeout 0`, so **every push opens a new connection and does a full TLS handshake** (checked before the runs: a second request does not reuse the first's connection). An upper bound.\n", tenant)
+			p(" Through `stack.RunGateway` (nginx, a P-256 ECDSA certificate of its own CA, bcrypt basic auth, the user allowed tenant `%s` only) as the tests run it: `keepalive_timeout 0`, so **every push opens a new connection and does a full TLS handshake** (checked before the runs: a second request does not reuse the first's connection). An upper bound.\n", tenant)
 		case "C":
 			p(" A second such gateway whose `keepalive_timeout` the benchmark turns to %s (config edited, nginx reloaded, reuse checked): one handshake, then every push on the same connection, as a Loki gateway usually runs.\n", keepAlive)
 		}
@@ -216,7 +216,7 @@ func (r *report) markdown(root string) string {
 		p(" and %d under qemu-user", o.armReps)
 	}
 	p(". Each child reports `getrusage(RUSAGE_SELF)` user+sys CPU over its shipping window (from its first line until the shipper has pushed the last), and at the end `/proc/self/status` VmHWM (its peak RSS), VmRSS, RssAnon, RssFile and the Go runtime's own memory (`runtime/metrics`: total minus heap released). `getrusage`'s `ru_maxrss` is in the all-runs table but not used: Linux carries the high-water mark of the process that called exec over into the new program (Go's os/exec spawns with vfork, sharing the parent's memory until the exec), so it reads the driver's RSS, not the child's. ")
-	p("**A run counts only if every line reached Loki:** after each run the driver waits for the count with `testenv`'s `Loki.WaitForCount` and then requires `sum(count_over_time({job=\"nettune-probe\", vehicle=<the run's>}[24h]))` to equal the lines the child added, and the shipper to have dropped nothing and left nothing on disk. ")
+	p("**A run counts only if every line reached Loki:** after each run the driver waits for the count with `stack.Loki.WaitForCount` and then requires `sum(count_over_time({job=\"nettune-probe\", vehicle=<the run's>}[24h]))` to equal the lines the child added, and the shipper to have dropped nothing and left nothing on disk. ")
 	p("Cells are the median over the repetitions (min–max); a difference row is the median of the per-repetition differences (the two runs of one repetition ran back to back), with their range.\n\n")
 	p("Loki %s; %s", r.lokiVersion, r.nginxVersion)
 	if r.qemuVersion != "" {
