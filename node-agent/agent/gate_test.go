@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/internal/nettest"
 	"github.com/nettune/nettune/node-agent/gate"
+	"github.com/nettune/nettune/test/framework/nettest"
 )
 
 // writeGate writes the gate file as an autonomy stack would: a temporary
