@@ -61,7 +61,7 @@ type sim struct {
 	// gated vehicles' apply gates are closed: they report, and hold a
 	// new assignment back (Deferred) until ungated.
 	gated map[string]bool
-	lines    []string
+	lines []string
 }
 
 func newSim(t *testing.T, rollout *v1alpha1.RolloutSpec, xavier, orin int, stable string) *sim {

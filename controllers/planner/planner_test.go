@@ -723,7 +723,9 @@ func TestDeferredVehicles(t *testing.T) {
 		t.Errorf("requeueAfter %s, want a wake-up when the wait for the deferred vehicle ends", out.RequeueAfter)
 	}
 	// Past deferredTimeout the rollout goes on without av-01.
-	out = runUntil(s, 30, func(o planner.Output) bool { return *o.Status.CurrentStep > 0 || o.Status.Phase == v1alpha1.PhaseHealthy })
+	out = runUntil(s, 30, func(o planner.Output) bool {
+		return *o.Status.CurrentStep > 0 || o.Status.Phase == v1alpha1.PhaseHealthy
+	})
 	if *out.Status.CurrentStep == 0 {
 		t.Fatalf("still at step 0 after the deferred timeout: %+v", out.Status.Conditions)
 	}

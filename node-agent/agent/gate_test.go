@@ -221,12 +221,12 @@ func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 	h := rtNewHost(t)
 	a := rtNewAgent(t, cp, h, "window-node")
 	// The agent's clock: 3 s before the next 22:00 UTC.
-	real := time.Now()
-	next := time.Date(real.Year(), real.Month(), real.Day(), 22, 0, 0, 0, time.UTC)
-	if !next.After(real) {
+	wall := time.Now()
+	next := time.Date(wall.Year(), wall.Month(), wall.Day(), 22, 0, 0, 0, time.UTC)
+	if !next.After(wall) {
 		next = next.Add(24 * time.Hour)
 	}
-	offset := next.Add(-3 * time.Second).Sub(real)
+	offset := next.Add(-3 * time.Second).Sub(wall)
 	a.rec.Now = func() time.Time { return time.Now().Add(offset) }
 	a.rtStart(t)
 	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
@@ -240,7 +240,7 @@ func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 	if w := nnt.Status.Gate.NextWindow; w == nil || !w.Time.Equal(next) {
 		t.Errorf("status.gate.nextWindow %v, want %s", w, next)
 	}
-	nnt = gtApplied(t, cp.Client, a.node, "r2")
+	gtApplied(t, cp.Client, a.node, "r2")
 	rtAssertKernelRoute(t, h, 26)
 	if at := a.rec.Now(); at.Before(next) {
 		t.Errorf("r2 applied at %s by the agent's clock, before its window opened at %s", at, next)
