@@ -26,12 +26,13 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/planner"
 )
 
-func (e *fleetEnv) leaseHolder() string {
+func leaseHolder(e *envtest.Fleet) string {
 	l := &coordinationv1.Lease{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: revisionNS, Name: "nettune-controller.nettune.io"}, l); err != nil || l.Spec.HolderIdentity == nil {
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Namespace: envtest.Namespace, Name: "nettune-controller.nettune.io"}, l); err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
@@ -42,48 +43,48 @@ func (e *fleetEnv) leaseHolder() string {
 // not released); the standby takes over, keeps the canary cohort and step
 // from the API objects, and finishes the rollout once promoted.
 func TestLeaderHandoverResumesRollout(t *testing.T) {
-	e := startCluster(t)
-	e.addVehicles("xavier", xavierVehicles...)
-	e.addVehicles("orin", orinVehicles...)
-	stopA := e.startController(controllerOptions{leaderElect: true})
+	e := envtest.NewFleet(t)
+	e.AddVehicles("xavier", envtest.XavierVehicles...)
+	e.AddVehicles("orin", envtest.OrinVehicles...)
+	stopA := e.StartController(envtest.ControllerOptions{LeaderElect: true})
 
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
-	holderA := e.leaseHolder()
+	p := envtest.LanProfile(40, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount)
+	r1 := e.Settle(p)
+	holderA := leaseHolder(e)
 	if holderA == "" {
 		t.Fatal("no leader lease after the first rollout")
 	}
-	e.startController(controllerOptions{leaderElect: true}) // the standby
+	e.StartController(envtest.ControllerOptions{LeaderElect: true}) // the standby
 
-	r2 := e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 30)
+	r2 := e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		envtest.SetCwnd(p, 30)
 		p.Spec.Rollout = &v1alpha1.RolloutSpec{
-			Canary: v1alpha1.CanarySpec{Count: ptr(int32(2))},
+			Canary: v1alpha1.CanarySpec{Count: envtest.Ptr(int32(2))},
 			Steps: []v1alpha1.RolloutStep{
 				{Pause: &v1alpha1.PauseStep{}},
-				{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}},
+				{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: envtest.Ptr(int32(100))}},
 			},
-			MaxUnavailable: ptr(intOrString("2")),
+			MaxUnavailable: envtest.Ptr(envtest.IntOrString("2")),
 		}
 	})
-	paused := e.waitProfile("xavier-lan", 30*time.Second, "paused at step 0", func(p *v1alpha1.NetTuningProfile) bool {
+	paused := e.WaitProfile("xavier-lan", 30*time.Second, "paused at step 0", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentRevision == r2 && p.Status.Phase == v1alpha1.PhasePaused && p.Status.Vehicles.Verified == 2
 	})
 	canaries := strings.Join(paused.Status.CanaryVehicles, ",")
 
 	stopA()
-	e.waitLeaseChange(holderA, 30*time.Second)
-	if err := e.c.Patch(e.ctx, paused, client.RawPatch("application/merge-patch+json",
+	waitLeaseChange(e, holderA, 30*time.Second)
+	if err := e.Client.Patch(e.Ctx, paused, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.PromoteAnnotation+`":"`+fleetmodel.PromoteValue(r2, 0, planner.RolloutStarted(&paused.Status, r2))+`"}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	final := e.waitProfile("xavier-lan", 60*time.Second, "r2 stable after handover", func(p *v1alpha1.NetTuningProfile) bool {
+	final := e.WaitProfile("xavier-lan", 60*time.Second, "r2 stable after handover", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.StableRevision == r2
 	})
 	if got := strings.Join(final.Status.CanaryVehicles, ","); got != canaries {
 		t.Errorf("canaries changed across the handover: %s -> %s", canaries, got)
 	}
-	assertAllNodes(t, e, r2)
+	e.AssertAllNodes(r2)
 	outcomes := map[string]string{}
 	for _, r := range final.Status.Revisions {
 		outcomes[r.Name] = r.Outcome
@@ -93,15 +94,16 @@ func TestLeaderHandoverResumesRollout(t *testing.T) {
 	}
 }
 
-func (e *fleetEnv) waitLeaseChange(from string, timeout time.Duration) {
-	e.t.Helper()
+func waitLeaseChange(e *envtest.Fleet, from string, timeout time.Duration) {
+	t := e.T()
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if h := e.leaseHolder(); h != "" && h != from {
-			e.t.Logf("lease moved from %s to %s", from, h)
+		if h := leaseHolder(e); h != "" && h != from {
+			t.Logf("lease moved from %s to %s", from, h)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	e.t.Fatalf("lease still held by %s after %s", from, timeout)
+	t.Fatalf("lease still held by %s after %s", from, timeout)
 }

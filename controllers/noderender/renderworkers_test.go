@@ -14,45 +14,36 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package noderender_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/noderender"
-	"github.com/nettune/nettune/internal/localcp"
 )
 
 // TestRenderWorkers: Setup gives the node renderer Options.RenderWorkers
 // workers, noderender.DefaultWorkers when 0, as the started controller reports
 // in controller_runtime_max_concurrent_reconciles.
 func TestRenderWorkers(t *testing.T) {
-	cp, err := localcp.Start(t.TempDir())
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp := envtest.ControlPlane(t)
 	ctx := context.Background()
-	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: revisionNS}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ set, want int }{{7, 7}, {0, noderender.DefaultWorkers}} {
 		mgr, err := ctrl.NewManager(rest.CopyConfig(cp.Config), ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts := controllers.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-			Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true, RenderWorkers: tc.set}
+			Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: envtest.Namespace, SkipNameValidation: true, RenderWorkers: tc.set}
 		if err := controllers.Setup(mgr, opts); err != nil {
 			t.Fatal(err)
 		}

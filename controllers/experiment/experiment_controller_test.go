@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package experiment_test
 
 import (
 	"context"
@@ -34,6 +34,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
@@ -47,14 +48,14 @@ func experimentOf(name, profile string, duration time.Duration, variants ...v1al
 	return &v1alpha1.NetTuningExperiment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.NetTuningExperimentSpec{
-			Profile: profile, Variants: variants, MaxPercent: ptr(int32(100)),
+			Profile: profile, Variants: variants, MaxPercent: envtest.Ptr(int32(100)),
 			Duration: metav1.Duration{Duration: duration},
 			Analysis: v1alpha1.AnalysisSpec{
-				Name: "slow-messages", Provider: v1alpha1.ProviderLoki, Interval: dur(2 * time.Second),
-				MinSamples: ptr(int64(300)), FailureLimit: ptr(int32(0)),
+				Name: "slow-messages", Provider: v1alpha1.ProviderLoki, Interval: envtest.Dur(2 * time.Second),
+				MinSamples: envtest.Ptr(int64(300)), FailureLimit: envtest.Ptr(int32(0)),
 				Judge: &v1alpha1.JudgeSpec{
-					Threshold: dur(10 * time.Millisecond), Quantile: ptr("0.99"), Confidence: ptr("0.99"),
-					MaxIncrease: ptr("0.01"), SlowQuery: expSlowQuery, TotalQuery: expTotal, Step: dur(time.Second),
+					Threshold: envtest.Dur(10 * time.Millisecond), Quantile: envtest.Ptr("0.99"), Confidence: envtest.Ptr("0.99"),
+					MaxIncrease: envtest.Ptr("0.01"), SlowQuery: expSlowQuery, TotalQuery: expTotal, Step: envtest.Dur(time.Second),
 				},
 			},
 		},
@@ -64,7 +65,7 @@ func experimentOf(name, profile string, duration time.Duration, variants ...v1al
 func cwndVariant(name string, cwnd, initcwnd int32) v1alpha1.ExperimentVariant {
 	p := v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: cwnd}}
 	if initcwnd > 0 {
-		p.Initcwnd = ptr(initcwnd)
+		p.Initcwnd = envtest.Ptr(initcwnd)
 	}
 	return v1alpha1.ExperimentVariant{Name: name, Parameters: p}
 }
@@ -75,7 +76,7 @@ func cwndVariant(name string, cwnd, initcwnd int32) v1alpha1.ExperimentVariant {
 // shipping does.
 type messagePusher struct {
 	t      *testing.T
-	e      *fleetEnv
+	e      *envtest.Fleet
 	l      *testenv.Loki
 	slow   map[string]float64 // arm -> share of slow messages
 	mu     sync.Mutex
@@ -94,7 +95,7 @@ func (m *messagePusher) run(ctx context.Context, name string) {
 		case <-tick.C:
 		}
 		x := &v1alpha1.NetTuningExperiment{}
-		if err := m.e.c.Get(ctx, client.ObjectKey{Name: name}, x); err != nil || x.Status.Phase != v1alpha1.ExperimentRunning {
+		if err := m.e.Client.Get(ctx, client.ObjectKey{Name: name}, x); err != nil || x.Status.Phase != v1alpha1.ExperimentRunning {
 			last = time.Now()
 			continue
 		}
@@ -106,7 +107,7 @@ func (m *messagePusher) run(ctx context.Context, name string) {
 					continue
 				}
 				p := &v1alpha1.NetTuningProfile{}
-				if err := m.e.c.Get(ctx, client.ObjectKey{Name: arm.Profile}, p); err != nil || p.Status.CurrentRevision == "" {
+				if err := m.e.Client.Get(ctx, client.ObjectKey{Name: arm.Profile}, p); err != nil || p.Status.CurrentRevision == "" {
 					continue
 				}
 				rev = p.Status.CurrentRevision
@@ -133,17 +134,18 @@ func (m *messagePusher) run(ctx context.Context, name string) {
 	}
 }
 
-func (e *fleetEnv) waitExperiment(name string, timeout time.Duration, what string, cond func(*v1alpha1.NetTuningExperiment) bool) *v1alpha1.NetTuningExperiment {
-	e.t.Helper()
+func waitExperiment(e *envtest.Fleet, name string, timeout time.Duration, what string, cond func(*v1alpha1.NetTuningExperiment) bool) *v1alpha1.NetTuningExperiment {
+	t := e.T()
+	t.Helper()
 	x := &v1alpha1.NetTuningExperiment{}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := e.c.Get(e.ctx, client.ObjectKey{Name: name}, x)
+		err := e.Client.Get(e.Ctx, client.ObjectKey{Name: name}, x)
 		if err == nil && cond(x) {
 			return x
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("experiment %s: %s not reached in %s; status %+v", name, what, timeout, x.Status)
+			t.Fatalf("experiment %s: %s not reached in %s; status %+v", name, what, timeout, x.Status)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -166,27 +168,27 @@ func vehicleNames(prefix string, n int) []string {
 // profile is left and every node renders the base profile alone.
 func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	l := testenv.StartLoki(t)
-	e := startFleet(t, l.URL, "")
-	e.addVehicles("xavier", vehicleNames("xv", 12)...)
-	e.addVehicles("orin", vehicleNames("or", 6)...)
-	base := lanProfile(30, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	baseRev := e.settle(base)
+	e := envtest.StartFleet(t, l.URL, "")
+	e.AddVehicles("xavier", vehicleNames("xv", 12)...)
+	e.AddVehicles("orin", vehicleNames("or", 6)...)
+	base := envtest.LanProfile(30, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount)
+	baseRev := e.Settle(base)
 	// The base keeps its canary rollout (not part of its revision): the
 	// winner adopted at the end goes to 2 canary vehicles first.
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { p.Spec.Rollout = base.Spec.Rollout })
+	e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { p.Spec.Rollout = base.Spec.Rollout })
 
 	pusher := &messagePusher{t: t, e: e, l: l, pushed: map[string]int{},
 		slow: map[string]float64{v1alpha1.ControlArm: 0.03, "cwnd20": 0.005, "cwnd80": 0.20}}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	go pusher.run(ctx, "cwnd")
 
 	const duration = 40 * time.Second
 	x := experimentOf("cwnd", "xavier-lan", duration, cwndVariant("cwnd20", 20, 15), cwndVariant("cwnd80", 80, 0))
-	if err := e.c.Create(e.ctx, x); err != nil {
+	if err := e.Client.Create(e.Ctx, x); err != nil {
 		t.Fatal(err)
 	}
-	running := e.waitExperiment("cwnd", 60*time.Second, "Running", func(x *v1alpha1.NetTuningExperiment) bool {
+	running := waitExperiment(e, "cwnd", 60*time.Second, "Running", func(x *v1alpha1.NetTuningExperiment) bool {
 		return x.Status.Phase == v1alpha1.ExperimentRunning
 	})
 	if running.Status.BaseRevision != baseRev {
@@ -227,7 +229,7 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 		for time.Now().Before(deadline) {
 			nnt := &v1alpha1.NodeNetTuning{}
 			got = nil
-			if err := e.c.Get(e.ctx, client.ObjectKey{Name: vehicle + "-xavier-a"}, nnt); err == nil {
+			if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: vehicle + "-xavier-a"}, nnt); err == nil {
 				for _, r := range nnt.Spec.Routes {
 					if r.Parameters.Cwnd != nil {
 						got = append(got, r.Parameters.Cwnd.Value)
@@ -245,7 +247,7 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	waitRoutesCwnd(armVehicle("cwnd80"), 80)
 	waitRoutesCwnd(armVehicle(v1alpha1.ControlArm), 30)
 
-	stopped := e.waitExperiment("cwnd", 90*time.Second, "cwnd80 stopped", func(x *v1alpha1.NetTuningExperiment) bool {
+	stopped := waitExperiment(e, "cwnd", 90*time.Second, "cwnd80 stopped", func(x *v1alpha1.NetTuningExperiment) bool {
 		for _, a := range x.Status.Arms {
 			if a.Name == "cwnd80" && a.Phase == v1alpha1.ArmStopped {
 				return true
@@ -271,7 +273,7 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 		waitRoutesCwnd(armVehicle("cwnd80"), 30)
 	}
 
-	done := e.waitExperiment("cwnd", duration+90*time.Second, "Completed", func(x *v1alpha1.NetTuningExperiment) bool {
+	done := waitExperiment(e, "cwnd", duration+90*time.Second, "Completed", func(x *v1alpha1.NetTuningExperiment) bool {
 		return x.Status.Phase == v1alpha1.ExperimentCompleted
 	})
 	if len(done.Status.Results) != 2 {
@@ -299,7 +301,7 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var list v1alpha1.NetTuningProfileList
-		if err := e.c.List(e.ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "cwnd"}); err != nil {
+		if err := e.Client.List(e.Ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "cwnd"}); err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Items) == 0 {
@@ -319,28 +321,31 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopt := exec.Command(filepath.Join(root, "bin", "kubectl-nettune"), "experiment", "adopt", "cwnd", "--kubeconfig", e.cp.Kubeconfig)
+	adopt := exec.Command(filepath.Join(root, "bin", "kubectl-nettune"), "experiment", "adopt", "cwnd", "--kubeconfig", e.CP.Kubeconfig)
 	out, err := adopt.CombinedOutput()
 	t.Logf("kubectl nettune experiment adopt cwnd: %s", out)
 	if err != nil {
 		t.Fatalf("adopt: %v (bin/kubectl-nettune is built by make build)", err)
 	}
-	adopted := e.waitProfile("xavier-lan", 60*time.Second, "the adopted revision on its canaries", func(p *v1alpha1.NetTuningProfile) bool {
+	adopted := e.WaitProfile("xavier-lan", 60*time.Second, "the adopted revision on its canaries", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentRevision != baseRev && len(p.Status.CanaryVehicles) == 2 && p.Status.Vehicles.Updated == 2
 	})
 	if adopted.Spec.Defaults.Cwnd.Value != 20 || *adopted.Spec.Defaults.Initcwnd != 15 {
 		t.Errorf("adopted defaults %+v", adopted.Spec.Defaults)
 	}
-	time.Sleep(3 * time.Second)
-	onNew := 0
-	for _, rev := range e.nodeRevisions("xavier-lan") {
-		if rev == adopted.Status.CurrentRevision {
-			onNew++
+	// The renderer writes the canaries' nodes after the profile's status
+	// (two controllers): wait for them, then see no further node follow.
+	canariesOnly := func() (bool, string) {
+		onNew := 0
+		for _, rev := range e.NodeRevisions("xavier-lan") {
+			if rev == adopted.Status.CurrentRevision {
+				onNew++
+			}
 		}
+		return onNew == 4, fmt.Sprintf("%d nodes on the adopted revision, want the 2 canaries' 4", onNew)
 	}
-	if onNew != 4 {
-		t.Errorf("%d nodes on the adopted revision, want the 2 canaries' 4", onNew)
-	}
+	envtest.Eventually(t, 30*time.Second, "the adopted revision on the canaries' nodes", canariesOnly)
+	envtest.Consistently(t, 3*time.Second, "the adopted revision on the canaries' nodes only", canariesOnly)
 	pusher.mu.Lock()
 	t.Logf("messages pushed per arm: %v", pusher.pushed)
 	pusher.mu.Unlock()
@@ -359,10 +364,6 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 	}
 }
 
-// TestExperimentWithAnInvalidVariantStartsNoArm: a variant the profile's
-// validation refuses (cwnd 10 under the base's initcwnd 25) leaves the
-// experiment Pending and Stalled, naming the variant and the API server's
-// reason, with no arm profile created, not even the valid variant's.
 // TestExperimentStopsAnArmThatNeverVerifies: the agents of one arm's
 // vehicles never report the variant (as vehicles gone offline would): at
 // spec.applyTimeout that arm is stopped and its profile deleted, the other
@@ -370,24 +371,22 @@ func TestExperimentRanksArmsStopsABadOneAndCleansUp(t *testing.T) {
 // the base back and verify it.
 func TestExperimentStopsAnArmThatNeverVerifies(t *testing.T) {
 	l := testenv.StartLoki(t)
-	e := startFleet(t, l.URL, "")
-	e.addVehicles("xavier", vehicleNames("xv", 6)...)
-	baseRev := e.settle(lanProfile(30, v1alpha1.ProviderLoki, lokiQuery, lokiCount))
+	e := envtest.StartFleet(t, l.URL, "")
+	e.AddVehicles("xavier", vehicleNames("xv", 6)...)
+	baseRev := e.Settle(envtest.LanProfile(30, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount))
 	pusher := &messagePusher{t: t, e: e, l: l, pushed: map[string]int{}, slow: map[string]float64{}}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	go pusher.run(ctx, "stuck")
 
 	x := experimentOf("stuck", "xavier-lan", 15*time.Second, cwndVariant("fine", 40, 0), cwndVariant("offline", 35, 0))
 	const timeout = 6 * time.Second
 	x.Spec.ApplyTimeout = &metav1.Duration{Duration: timeout}
-	e.mu.Lock()
-	e.silent = map[string]bool{experiment.ArmProfileName("stuck", "offline"): true}
-	e.mu.Unlock()
-	if err := e.c.Create(e.ctx, x); err != nil {
+	e.SetSilent(experiment.ArmProfileName("stuck", "offline"))
+	if err := e.Client.Create(e.Ctx, x); err != nil {
 		t.Fatal(err)
 	}
-	done := e.waitExperiment("stuck", 2*time.Minute, "Completed", func(x *v1alpha1.NetTuningExperiment) bool {
+	done := waitExperiment(e, "stuck", 2*time.Minute, "Completed", func(x *v1alpha1.NetTuningExperiment) bool {
 		return x.Status.Phase == v1alpha1.ExperimentCompleted || x.Status.Phase == v1alpha1.ExperimentAborted
 	})
 	if done.Status.Phase != v1alpha1.ExperimentCompleted {
@@ -413,16 +412,14 @@ func TestExperimentStopsAnArmThatNeverVerifies(t *testing.T) {
 		t.Errorf("measuring began %v after the start: before the silent arm's applyTimeout %s", done.Status.MeasuringSince, timeout)
 	}
 	// The silent vehicles leave the variant: their agents report again.
-	e.mu.Lock()
-	e.silent = nil
-	e.mu.Unlock()
+	e.SetSilent()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var list v1alpha1.NetTuningProfileList
-		if err := e.c.List(e.ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "stuck"}); err != nil {
+		if err := e.Client.List(e.Ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "stuck"}); err != nil {
 			t.Fatal(err)
 		}
-		p := e.profile("xavier-lan")
+		p := e.Profile("xavier-lan")
 		if len(list.Items) == 0 && p.Status.Vehicles.Verified == 6 && p.Status.CurrentRevision == baseRev {
 			break
 		}
@@ -433,15 +430,19 @@ func TestExperimentStopsAnArmThatNeverVerifies(t *testing.T) {
 	}
 }
 
+// TestExperimentWithAnInvalidVariantStartsNoArm: a variant the profile's
+// validation refuses (cwnd 10 under the base's initcwnd 25) leaves the
+// experiment Pending and Stalled, naming the variant and the API server's
+// reason, with no arm profile created, not even the valid variant's.
 func TestExperimentWithAnInvalidVariantStartsNoArm(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", vehicleNames("xv", 6)...)
-	e.settle(lanProfile(30, v1alpha1.ProviderLoki, lokiQuery, lokiCount))
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", vehicleNames("xv", 6)...)
+	e.Settle(envtest.LanProfile(30, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount))
 	x := experimentOf("bad-input", "xavier-lan", time.Minute, cwndVariant("fine", 40, 0), cwndVariant("tiny", 10, 0))
-	if err := e.c.Create(e.ctx, x); err != nil {
+	if err := e.Client.Create(e.Ctx, x); err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitExperiment("bad-input", 60*time.Second, "Stalled", func(x *v1alpha1.NetTuningExperiment) bool {
+	got := waitExperiment(e, "bad-input", 60*time.Second, "Stalled", func(x *v1alpha1.NetTuningExperiment) bool {
 		return meta.IsStatusConditionTrue(x.Status.Conditions, v1alpha1.ConditionStalled)
 	})
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
@@ -452,18 +453,18 @@ func TestExperimentWithAnInvalidVariantStartsNoArm(t *testing.T) {
 		t.Errorf("phase %s, want Pending", got.Status.Phase)
 	}
 	var list v1alpha1.NetTuningProfileList
-	if err := e.c.List(e.ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "bad-input"}); err != nil {
+	if err := e.Client.List(e.Ctx, &list, client.MatchingLabels{v1alpha1.ExperimentLabel: "bad-input"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 0 {
 		t.Errorf("%d arm profiles created for an experiment with an invalid variant", len(list.Items))
 	}
 	// Deleting it goes through (the finalizer finds nothing to clean up).
-	if err := e.c.Delete(e.ctx, got); err != nil {
+	if err := e.Client.Delete(e.Ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Name: "bad-input"}, &v1alpha1.NetTuningExperiment{})) {
+	for !apierrors.IsNotFound(e.Client.Get(e.Ctx, client.ObjectKey{Name: "bad-input"}, &v1alpha1.NetTuningExperiment{})) {
 		if time.Now().After(deadline) {
 			t.Fatal("experiment not deleted")
 		}

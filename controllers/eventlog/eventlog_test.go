@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package eventlog_test
 
 import (
 	"context"
@@ -34,6 +34,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/eventlog"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/node-agent/lokipush"
 	"github.com/nettune/nettune/test/framework/testenv"
@@ -78,21 +79,21 @@ func (t teeLog) Add(labels map[string]string, at time.Time, line string) {
 }
 
 // startControllerWithLog runs one controller replica with an event log.
-func (e *fleetEnv) startControllerWithLog(log eventlog.Log) {
-	t := e.t
+func startControllerWithLog(e *envtest.Fleet, log eventlog.Log) {
+	t := e.T()
 	t.Helper()
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.CP.Config), ctrl.Options{Scheme: e.CP.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: revisionNS, SkipNameValidation: true, EventLog: log,
+		Namespace: envtest.Namespace, SkipNameValidation: true, EventLog: log,
 	}
 	if err := controllers.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -110,10 +111,10 @@ func (e *fleetEnv) startControllerWithLog(log eventlog.Log) {
 // lines are queryable in a real Loki.
 func TestRolloutEventsLogged(t *testing.T) {
 	l := testenv.StartLoki(t)
-	e := startCluster(t)
-	e.addVehicles("xavier", "av-001", "av-002", "av-003", "av-004")
+	e := envtest.NewFleet(t)
+	e.AddVehicles("xavier", "av-001", "av-002", "av-003", "av-004")
 
-	shipper, err := lokipush.New(lokipush.Options{URL: l.URL, Dir: t.TempDir(), BatchWait: 100 * time.Millisecond, Log: testLogger(t)})
+	shipper, err := lokipush.New(lokipush.Options{URL: l.URL, Dir: t.TempDir(), BatchWait: 100 * time.Millisecond, Log: envtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,30 +123,28 @@ func TestRolloutEventsLogged(t *testing.T) {
 	go func() { defer close(shipped); _ = shipper.Run(shipCtx) }()
 	t.Cleanup(func() { stopShip(); <-shipped })
 	mem := &memLog{}
-	e.startControllerWithLog(teeLog{mem, shipper})
+	startControllerWithLog(e, teeLog{mem, shipper})
 
 	// r1 on every vehicle at once, then r2 canary first, then r3, which
 	// every agent rolls back: the failure budget (0) rolls the rollout back.
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
+	p := envtest.LanProfile(40, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount)
+	r1 := e.Settle(p)
 	rollout := &v1alpha1.RolloutSpec{
-		Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
-		Steps:  []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(50))}}},
+		Canary: v1alpha1.CanarySpec{Count: envtest.Ptr(int32(1))},
+		Steps:  []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: envtest.Ptr(int32(50))}}},
 	}
-	r2 := e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { setCwnd(p, 30); p.Spec.Rollout = rollout })
-	e.waitProfile("xavier-lan", time.Minute, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
+	r2 := e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { envtest.SetCwnd(p, 30); p.Spec.Rollout = rollout })
+	e.WaitProfile("xavier-lan", time.Minute, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.StableRevision == r2 && p.Status.Phase == v1alpha1.PhaseHealthy
 	})
-	bad := e.profile("xavier-lan")
-	setCwnd(bad, 20)
+	bad := e.Profile("xavier-lan")
+	envtest.SetCwnd(bad, 20)
 	r3 := revision.Name(bad)
-	e.mu.Lock()
-	e.failRev[r3] = true
-	e.mu.Unlock()
-	if got := e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { setCwnd(p, 20) }); got != r3 {
+	e.FailRevision(r3)
+	if got := e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) { envtest.SetCwnd(p, 20) }); got != r3 {
 		t.Fatalf("revision %s, want %s", got, r3)
 	}
-	e.waitProfile("xavier-lan", time.Minute, "r3 rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("xavier-lan", time.Minute, "r3 rolled back", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.FailedRevision == r3
 	})
 
@@ -201,7 +200,7 @@ func TestRolloutEventsLogged(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		recorded := map[string]bool{}
-		for _, ev := range e.events("xavier-lan") {
+		for _, ev := range e.Events("xavier-lan") {
 			if !strings.HasPrefix(ev, "Analysis") {
 				recorded[ev] = true
 			}

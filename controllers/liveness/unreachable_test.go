@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package liveness_test
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/node-agent/agent"
 )
 
@@ -38,15 +39,15 @@ import (
 // renewing they turn Unreachable unreachableAfter later by the controller's
 // clock, and av-1 is reachable again as soon as it renews.
 func TestLeaseLiveness(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", "av-1", "av-2", "av-3")
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", "av-1", "av-2", "av-3")
 	const after = 4 * time.Second
 	createLivenessProfile(t, e, after)
 	skew := map[string]time.Duration{"av-1": 10 * time.Minute, "av-2": -10 * time.Minute, "av-3": 0}
 	var mu sync.Mutex
 	stopped := map[string]bool{}
 	renew := func(ctx context.Context, vehicle, node string) {
-		k := &agent.LeaseKeeper{Client: e.c, Namespace: revisionNS, Node: node,
+		k := &agent.LeaseKeeper{Client: e.Client, Namespace: envtest.Namespace, Node: node,
 			Now: func() time.Time { return time.Now().Add(skew[vehicle]) }}
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -60,7 +61,7 @@ func TestLeaseLiveness(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	for v := range skew {
@@ -71,23 +72,21 @@ func TestLeaseLiveness(t *testing.T) {
 	}
 	// Liveness is the Lease alone: the simulated agents' status heartbeats
 	// stop once every vehicle verified.
-	e.waitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.Vehicles.Verified == 3
 	})
-	e.mu.Lock()
 	for v := range skew {
-		e.offline[v] = true
+		e.SetOffline(v, true)
 	}
-	e.mu.Unlock()
 
 	// Several unreachableAfter periods of skewed renewals: all reachable.
 	for end := time.Now().Add(3 * after); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if n := e.profile("lan").Status.Vehicles.Unreachable; n != 0 {
+		if n := e.Profile("lan").Status.Vehicles.Unreachable; n != 0 {
 			t.Fatalf("%d vehicle(s) Unreachable while every agent renews its Lease (clocks skewed by +-10m)", n)
 		}
 	}
 	lease := &coordinationv1.Lease{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: revisionNS, Name: "av-2-xavier-a"}, lease); err != nil {
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Namespace: envtest.Namespace, Name: "av-2-xavier-a"}, lease); err != nil {
 		t.Fatal(err)
 	}
 	if lag := time.Since(lease.Spec.RenewTime.Time); lag < 9*time.Minute || lease.Labels[v1alpha1.AgentLeaseLabel] != "av-2-xavier-a" {
@@ -100,7 +99,7 @@ func TestLeaseLiveness(t *testing.T) {
 	silent := time.Now()
 	// The last renewal was at most 500 ms before silent: Unreachable is due
 	// between after-0.5s and after plus the timer's second and a reconcile.
-	e.waitProfile("lan", after+10*time.Second, "av-1 and av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", after+10*time.Second, "av-1 and av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Vehicles.Unreachable == 2
 	})
 	took := time.Since(silent)
@@ -116,7 +115,7 @@ func TestLeaseLiveness(t *testing.T) {
 	stopped["av-1"] = false
 	mu.Unlock()
 	back := time.Now()
-	e.waitProfile("lan", 10*time.Second, "av-1 reachable again", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", 10*time.Second, "av-1 reachable again", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Vehicles.Unreachable == 1
 	})
 	t.Logf("av-1 renewing again -> reachable in %s", time.Since(back).Round(10*time.Millisecond))
@@ -127,7 +126,7 @@ func TestLeaseLiveness(t *testing.T) {
 	stopped["av-1"] = true
 	mu.Unlock()
 	again := time.Now()
-	e.waitProfile("lan", after+10*time.Second, "av-1 Unreachable again", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", after+10*time.Second, "av-1 Unreachable again", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Vehicles.Unreachable == 2
 	})
 	t.Logf("av-1 silent again -> Unreachable in %s", time.Since(again).Round(10*time.Millisecond))
@@ -138,24 +137,22 @@ func TestLeaseLiveness(t *testing.T) {
 // profile when one of them goes silent, though heartbeats alone wake
 // nothing.
 func TestStatusHeartbeatLiveness(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", "av-1", "av-2")
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", "av-1", "av-2")
 	const after = 5 * time.Second
 	createLivenessProfile(t, e, after)
-	e.waitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", time.Minute, "healthy on every vehicle", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseHealthy && p.Status.Vehicles.Verified == 2
 	})
 	// The simulated agents heartbeat every 2 s: nobody is Unreachable.
 	for end := time.Now().Add(2 * after); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if n := e.profile("lan").Status.Vehicles.Unreachable; n != 0 {
+		if n := e.Profile("lan").Status.Vehicles.Unreachable; n != 0 {
 			t.Fatalf("%d vehicle(s) Unreachable while every agent heartbeats", n)
 		}
 	}
-	e.mu.Lock()
-	e.offline["av-2"] = true
-	e.mu.Unlock()
+	e.SetOffline("av-2", true)
 	silent := time.Now()
-	e.waitProfile("lan", after+15*time.Second, "av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", after+15*time.Second, "av-2 Unreachable", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Vehicles.Unreachable == 1
 	})
 	t.Logf("heartbeats stopped -> Unreachable in %s (unreachableAfter %s, heartbeat every 2 s)", time.Since(silent).Round(10*time.Millisecond), after)
@@ -163,18 +160,18 @@ func TestStatusHeartbeatLiveness(t *testing.T) {
 
 // createLivenessProfile creates profile "lan" on the xavier vehicles with
 // the given unreachableAfter (one canary, then every vehicle).
-func createLivenessProfile(t *testing.T, e *fleetEnv, after time.Duration) {
+func createLivenessProfile(t *testing.T, e *envtest.Fleet, after time.Duration) {
 	t.Helper()
 	p := &v1alpha1.NetTuningProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "lan"},
 		Spec: v1alpha1.NetTuningProfileSpec{
 			NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHardwareLabel: "xavier"}},
 			Defaults:     &v1alpha1.TCPParameters{Cwnd: &v1alpha1.Cwnd{Value: 30}},
-			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: dur(after), Canary: v1alpha1.CanarySpec{Count: ptr(int32(1))},
-				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}},
+			Rollout: &v1alpha1.RolloutSpec{UnreachableAfter: envtest.Dur(after), Canary: v1alpha1.CanarySpec{Count: envtest.Ptr(int32(1))},
+				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: envtest.Ptr(int32(100))}}}},
 		},
 	}
-	if err := e.c.Create(e.ctx, p); err != nil {
+	if err := e.Client.Create(e.Ctx, p); err != nil {
 		t.Fatal(err)
 	}
 }

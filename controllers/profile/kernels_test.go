@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package profile_test
 
 import (
 	"strings"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 
@@ -37,23 +38,20 @@ import (
 func TestGuardOnKernelWithoutCounterPauses(t *testing.T) {
 	prom := testenv.StartPrometheus(t)
 	l := testenv.StartLoki(t)
-	e := startFleet(t, l.URL, prom.URL)
-	e.mu.Lock()
-	e.kernels = map[string]*v1alpha1.KernelFeatures{}
-	for _, v := range allVehicles() {
-		e.kernels[v] = &v1alpha1.KernelFeatures{Release: "5.10.0-32-arm64", Machine: "aarch64",
+	e := envtest.StartFleet(t, l.URL, prom.URL)
+	for _, v := range envtest.AllVehicles() {
+		e.SetKernel(v, &v1alpha1.KernelFeatures{Release: "5.10.0-32-arm64", Machine: "aarch64",
 			TCPInfoCounters:    []string{v1alpha1.CounterTotalRetrans, v1alpha1.CounterSegsOut, v1alpha1.CounterDSACKDups},
-			CongestionControls: []string{"reno", "cubic"}}
+			CongestionControls: []string{"reno", "cubic"}})
 	}
-	e.mu.Unlock()
-	e.addVehicles("xavier", xavierVehicles...)
-	e.addVehicles("orin", orinVehicles...)
+	e.AddVehicles("xavier", envtest.XavierVehicles...)
+	e.AddVehicles("orin", envtest.OrinVehicles...)
 
 	guard := v1alpha1.AnalysisSpec{
 		Name: "rto-guard", Provider: v1alpha1.ProviderPrometheus,
 		Query:    `sum(increase(nettune_tcp_rto_timeouts_total{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}]))`,
-		Interval: dur(time.Second), Window: dur(15 * time.Second), Measurements: ptr(int32(1)),
-		MaxValue: ptr("0"), FailureLimit: ptr(int32(0)), InconclusiveLimit: ptr(int32(0)), OnInconclusive: v1alpha1.InconclusivePause,
+		Interval: envtest.Dur(time.Second), Window: envtest.Dur(15 * time.Second), Measurements: envtest.Ptr(int32(1)),
+		MaxValue: envtest.Ptr("0"), FailureLimit: envtest.Ptr(int32(0)), InconclusiveLimit: envtest.Ptr(int32(0)), OnInconclusive: v1alpha1.InconclusivePause,
 	}
 	r1, r2 := beginRollout(t, e, l, 30, 1.0, 2, func(p *v1alpha1.NetTuningProfile) {
 		p.Spec.Rollout.Analyses = append(p.Spec.Rollout.Analyses, guard)
@@ -63,7 +61,7 @@ func TestGuardOnKernelWithoutCounterPauses(t *testing.T) {
 			}
 		}
 	})
-	paused := e.waitProfile("xavier-lan", 60*time.Second, "paused on the guard", func(p *v1alpha1.NetTuningProfile) bool {
+	paused := e.WaitProfile("xavier-lan", 60*time.Second, "paused on the guard", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentRevision == r2 && p.Status.Phase == v1alpha1.PhasePaused
 	})
 	c := meta.FindStatusCondition(paused.Status.Conditions, v1alpha1.ConditionPaused)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package profile_test
 
 import (
 	"fmt"
@@ -29,19 +29,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/test/framework/testenv"
-)
-
-func intOrString(s string) intstr.IntOrString { return intstr.Parse(s) }
-
-var (
-	xavierVehicles = []string{"av-01", "av-02", "av-03", "av-04"}
-	orinVehicles   = []string{"av-05", "av-06"}
 )
 
 // pushLatencies writes probe samples for every vehicle on a revision, spread
@@ -63,47 +57,19 @@ func pushLatencies(t *testing.T, l *testenv.Loki, rev string, scale float64, see
 	}
 }
 
-func allVehicles() []string { return append(append([]string{}, xavierVehicles...), orinVehicles...) }
-
-func newLokiFleet(t *testing.T) (*fleetEnv, *testenv.Loki) {
+func newLokiFleet(t *testing.T) (*envtest.Fleet, *testenv.Loki) {
 	l := testenv.StartLoki(t)
-	e := startFleet(t, l.URL, "")
-	e.addVehicles("xavier", xavierVehicles...)
-	e.addVehicles("orin", orinVehicles...)
+	e := envtest.StartFleet(t, l.URL, "")
+	e.AddVehicles("xavier", envtest.XavierVehicles...)
+	e.AddVehicles("orin", envtest.OrinVehicles...)
 	return e, l
-}
-
-func assertAllNodes(t *testing.T, e *fleetEnv, rev string) {
-	t.Helper()
-	// The node renderer writes the nodes after the profile's status records
-	// the decision (two controllers): on a loaded machine that takes a
-	// moment, so wait for it, up to 30 s.
-	revs := e.nodeRevisions("xavier-lan")
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); revs = e.nodeRevisions("xavier-lan") {
-		all := len(revs) == 12
-		for _, r := range revs {
-			all = all && r == rev
-		}
-		if all {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(revs) != 12 {
-		t.Errorf("%d NodeNetTunings, want 12", len(revs))
-	}
-	for n, r := range revs {
-		if r != rev {
-			t.Errorf("node %s renders %q, want %q", n, r, rev)
-		}
-	}
 }
 
 func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 	e, l := newLokiFleet(t)
 	r1, r2 := beginRollout(t, e, l, 30, 1.0, 2, nil)
 	sawSteps := map[int32]bool{}
-	final := e.waitProfile("xavier-lan", 90*time.Second, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
+	final := e.WaitProfile("xavier-lan", 90*time.Second, "r2 stable", func(p *v1alpha1.NetTuningProfile) bool {
 		if p.Status.CurrentRevision == r2 && p.Status.CurrentStep != nil {
 			sawSteps[*p.Status.CurrentStep] = true
 		}
@@ -112,7 +78,7 @@ func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 	if final.Status.Phase != v1alpha1.PhaseHealthy {
 		t.Errorf("phase %s, want Healthy", final.Status.Phase)
 	}
-	assertAllNodes(t, e, r2)
+	e.AssertAllNodes(r2)
 	if len(final.Status.CanaryVehicles) != 2 {
 		t.Errorf("canaries %v", final.Status.CanaryVehicles)
 	}
@@ -123,7 +89,7 @@ func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 	if !hw["orin"] || !hw["xavier"] {
 		t.Errorf("canaries %v do not cover both hardware models", final.Status.CanaryVehicles)
 	}
-	evs := strings.Join(e.events("xavier-lan"), "\n")
+	evs := strings.Join(e.Events("xavier-lan"), "\n")
 	for _, want := range []string{"AnalysisSuccessful: analysis p9999-latency step 0", "AnalysisSuccessful: analysis p9999-latency step 2", "RolloutComplete: revision " + r2} {
 		if !strings.Contains(evs, want) {
 			t.Errorf("events lack %q:\n%s", want, evs)
@@ -131,7 +97,7 @@ func TestLokiHealthyCanaryPromotedThroughEveryStep(t *testing.T) {
 	}
 	t.Logf("steps observed: %v\nevents:\n%s", sawSteps, evs)
 	// Revisions are stored as ControllerRevisions.
-	if out := kubectl(t, e, "get", "controllerrevisions", "-n", revisionNS, "-o", "name"); !strings.Contains(out, r1) || !strings.Contains(out, r2) {
+	if out := kubectl(t, e, "get", "controllerrevisions", "-n", envtest.Namespace, "-o", "name"); !strings.Contains(out, r1) || !strings.Contains(out, r2) {
 		t.Errorf("controllerrevisions %q lack %s and %s", out, r1, r2)
 	}
 }
@@ -155,7 +121,7 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 				return
 			default:
 			}
-			revs := e.nodeRevisions("xavier-lan")
+			revs := e.NodeRevisions("xavier-lan")
 			onR2 := 0
 			for _, r := range revs {
 				if r == r2 {
@@ -175,17 +141,14 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+	final := e.WaitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
-	time.Sleep(300 * time.Millisecond)
-	close(stopWatch)
-	<-watched
 
 	if final.Status.FailedRevision != r2 || final.Status.StableRevision != r1 {
 		t.Errorf("failed %s stable %s, want %s %s", final.Status.FailedRevision, final.Status.StableRevision, r2, r1)
 	}
-	assertAllNodes(t, e, r1)
+	e.AssertAllNodes(r1)
 	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
 	if c == nil || c.Reason != "AnalysisFailed" || !strings.Contains(c.Message, "baseline") || !strings.Contains(c.Message, "p9999-latency") {
 		t.Errorf("RolledBack condition %+v: want reason AnalysisFailed naming the check, value and threshold", c)
@@ -199,16 +162,21 @@ func TestLokiRegressionRolledBack(t *testing.T) {
 	if res == nil || res.Phase != v1alpha1.AnalysisFailed || res.CanaryValue == "" || res.BaselineValue == "" || res.Threshold == "" {
 		t.Errorf("analysis result %+v: want Failed with canary, baseline and threshold values", res)
 	}
-	// Not retried: a while later, still every node on r1.
-	time.Sleep(3 * time.Second)
-	assertAllNodes(t, e, r1)
-	if p := e.profile("xavier-lan"); p.Status.Phase != v1alpha1.PhaseRolledBack {
-		t.Errorf("phase %s after rollback, want RolledBack", p.Status.Phase)
-	}
+	// Not retried: for a while, still every node on r1 (and the watch
+	// above still running, to see a node go back to r2).
+	envtest.Consistently(t, 3*time.Second, "every node on r1 and the profile RolledBack after the rollback", func() (bool, string) {
+		revs := e.NodeRevisions("xavier-lan")
+		p := e.Profile("xavier-lan")
+		ok := len(revs) == 12 && p.Status.Phase == v1alpha1.PhaseRolledBack
+		for _, r := range revs {
+			ok = ok && r == r1
+		}
+		return ok, fmt.Sprintf("phase %s (want RolledBack), %d NodeNetTunings (want 12) rendering %v (want %s)", p.Status.Phase, len(revs), revs, r1)
+	})
+	close(stopWatch)
+	<-watched
 
-	e.mu.Lock()
-	lastQuery := e.queries[len(e.queries)-1]
-	e.mu.Unlock()
+	lastQuery := e.LastQuery()
 	mu.Lock()
 	back := canaryBack
 	if flapped {
@@ -226,9 +194,9 @@ func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
 	e, l := newLokiFleet(t)
 	// The canaries have sent 2000 messages each: below minSamples.
 	r1, r2 := beginRollout(t, e, l, 30, 1.0, 2, func(p *v1alpha1.NetTuningProfile) {
-		p.Spec.Rollout.Analyses[0].MinSamples = ptr(int64(1000000))
+		p.Spec.Rollout.Analyses[0].MinSamples = envtest.Ptr(int64(1000000))
 	})
-	paused := e.waitProfile("xavier-lan", 60*time.Second, "paused inconclusive", func(p *v1alpha1.NetTuningProfile) bool {
+	paused := e.WaitProfile("xavier-lan", 60*time.Second, "paused inconclusive", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentRevision == r2 && p.Status.Phase == v1alpha1.PhasePaused
 	})
 	c := meta.FindStatusCondition(paused.Status.Conditions, v1alpha1.ConditionPaused)
@@ -243,10 +211,10 @@ func TestLokiTooFewSamplesPausesInconclusive(t *testing.T) {
 		t.Errorf("paused at stable %s with %d updated, want %s and the 2 canaries", paused.Status.StableRevision, paused.Status.Vehicles.Updated, r1)
 	}
 	// Still paused a little later: Inconclusive never promotes by itself.
-	time.Sleep(2 * time.Second)
-	if p := e.profile("xavier-lan"); p.Status.Phase != v1alpha1.PhasePaused || p.Status.Vehicles.Updated != 2 {
-		t.Errorf("after 2s: phase %s updated %d", p.Status.Phase, p.Status.Vehicles.Updated)
-	}
+	envtest.Consistently(t, 2*time.Second, "paused on the 2 canaries", func() (bool, string) {
+		p := e.Profile("xavier-lan")
+		return p.Status.Phase == v1alpha1.PhasePaused && p.Status.Vehicles.Updated == 2, fmt.Sprintf("phase %s updated %d", p.Status.Phase, p.Status.Vehicles.Updated)
+	})
 }
 
 func TestPrometheusRegressionRolledBack(t *testing.T) {
@@ -263,7 +231,7 @@ func TestPrometheusRegressionRolledBack(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		for rev, scale := range revs {
-			for _, v := range allVehicles() {
+			for _, v := range envtest.AllVehicles() {
 				for _, ms := range latencies(rng, 300, scale) {
 					hist.WithLabelValues(v, rev).Observe(ms / 1000)
 				}
@@ -275,28 +243,28 @@ func TestPrometheusRegressionRolledBack(t *testing.T) {
 	defer target.Close()
 	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
 
-	e := startFleet(t, "", prom.URL)
-	e.addVehicles("xavier", xavierVehicles...)
-	e.addVehicles("orin", orinVehicles...)
+	e := envtest.StartFleet(t, "", prom.URL)
+	e.AddVehicles("xavier", envtest.XavierVehicles...)
+	e.AddVehicles("orin", envtest.OrinVehicles...)
 	query := `1000 * histogram_quantile(0.9999, sum by (le) (rate(nettune_probe_latency_seconds_bucket{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}])))`
 	count := `sum(increase(nettune_probe_latency_seconds_count{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}]))`
-	p := lanProfile(40, v1alpha1.ProviderPrometheus, query, count)
-	p.Spec.Rollout.Analyses[0].Window = dur(15 * time.Second)
+	p := envtest.LanProfile(40, v1alpha1.ProviderPrometheus, query, count)
+	p.Spec.Rollout.Analyses[0].Window = envtest.Dur(15 * time.Second)
 	p.Spec.Rollout.Analyses[0].MaxValue = nil // histogram buckets are coarse at the tail: relative check only
-	r1 := e.settle(p)
+	r1 := e.Settle(p)
 	p2 := p.DeepCopy()
-	setCwnd(p2, 60)
+	envtest.SetCwnd(p2, 60)
 	r2 := revision.Name(p2)
 	mu.Lock()
 	revs[r1], revs[r2] = 1.0, 1.3
 	mu.Unlock()
 	prom.WaitForQuery(t, fmt.Sprintf(`sum(increase(nettune_probe_latency_seconds_count{revision=%q}[15s]))`, r2), 60*time.Second)
 
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 60)
+	e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		envtest.SetCwnd(p, 60)
 		p.Spec.Rollout = p2.Spec.Rollout
 	})
-	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+	final := e.WaitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
 	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
@@ -304,15 +272,15 @@ func TestPrometheusRegressionRolledBack(t *testing.T) {
 		t.Fatalf("RolledBack condition %+v, want AnalysisFailed", c)
 	}
 	t.Logf("RolledBack: %s", c.Message)
-	assertAllNodes(t, e, r1)
+	e.AssertAllNodes(r1)
 }
 
 func TestConflictingProfiles(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", "av-01", "av-02")
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", "av-01", "av-02")
 	mk := func(name string, prio int32, value string) *v1alpha1.NetTuningProfile {
 		return &v1alpha1.NetTuningProfile{
-			ObjectMeta: metav1ObjectMeta(name),
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.NetTuningProfileSpec{
 				Priority: prio,
 				Sysctls:  []v1alpha1.Sysctl{{Name: "net.ipv4.tcp_no_metrics_save", Value: value}},
@@ -323,12 +291,12 @@ func TestConflictingProfiles(t *testing.T) {
 	a, b := mk("lan-a", 10, "1"), mk("lan-b", 10, "0")
 	b.Spec.Defaults = nil
 	for _, p := range []*v1alpha1.NetTuningProfile{a, b} {
-		if err := e.c.Create(e.ctx, p); err != nil {
+		if err := e.Client.Create(e.Ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, name := range []string{"lan-a", "lan-b"} {
-		p := e.waitProfile(name, 30*time.Second, "Conflict condition", func(p *v1alpha1.NetTuningProfile) bool {
+		p := e.WaitProfile(name, 30*time.Second, "Conflict condition", func(p *v1alpha1.NetTuningProfile) bool {
 			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
 			return c != nil && c.Status == "True"
 		})
@@ -338,7 +306,7 @@ func TestConflictingProfiles(t *testing.T) {
 		}
 	}
 	nnt := &v1alpha1.NodeNetTuning{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
 		t.Fatal(err)
 	}
 	if len(nnt.Spec.Sysctls) != 0 || len(nnt.Spec.Routes) == 0 || len(nnt.Spec.Profiles) != 2 {
@@ -346,14 +314,14 @@ func TestConflictingProfiles(t *testing.T) {
 			nnt.Spec.Sysctls, len(nnt.Spec.Routes), nnt.Spec.Profiles)
 	}
 	// Raise one priority: it wins and the conflict clears.
-	e.edit("lan-b", func(p *v1alpha1.NetTuningProfile) { p.Spec.Priority = 20 })
-	e.waitProfile("lan-a", 30*time.Second, "conflict cleared", func(p *v1alpha1.NetTuningProfile) bool {
+	e.Edit("lan-b", func(p *v1alpha1.NetTuningProfile) { p.Spec.Priority = 20 })
+	e.WaitProfile("lan-a", 30*time.Second, "conflict cleared", func(p *v1alpha1.NetTuningProfile) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionConflict)
 		return c != nil && c.Status == "False"
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+		if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
 			t.Fatal(err)
 		}
 		if len(nnt.Spec.Sysctls) == 1 && nnt.Spec.Sysctls[0].Value == "0" {
@@ -365,12 +333,12 @@ func TestConflictingProfiles(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Deleting a profile removes its items from every node.
-	if err := e.c.Delete(e.ctx, a); err != nil {
+	if err := e.Client.Delete(e.Ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+		if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
 			t.Fatal(err)
 		}
 		if len(nnt.Spec.Routes) == 0 && len(nnt.Spec.Profiles) == 1 {
@@ -383,28 +351,22 @@ func TestConflictingProfiles(t *testing.T) {
 	}
 }
 
-// setCwnd changes the clamp (and initcwnd below it, as admission requires).
-func setCwnd(p *v1alpha1.NetTuningProfile, v int32) {
-	p.Spec.Defaults.Cwnd.Value = v
-	p.Spec.Defaults.Initcwnd = ptr(v - 5)
-}
-
 // beginRollout settles r1 (cwnd 40) on the fleet, writes probe samples for
 // r1 (baseline) and for r2 (cwnd newCwnd, latencies scaled by scale), then
 // edits the profile to r2 with its rollout; mutate adjusts the edit.
-func beginRollout(t *testing.T, e *fleetEnv, l *testenv.Loki, newCwnd int32, scale float64, seed int64,
+func beginRollout(t *testing.T, e *envtest.Fleet, l *testenv.Loki, newCwnd int32, scale float64, seed int64,
 	mutate func(*v1alpha1.NetTuningProfile)) (r1, r2 string) {
 	t.Helper()
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 = e.settle(p)
+	p := envtest.LanProfile(40, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount)
+	r1 = e.Settle(p)
 	p2 := p.DeepCopy()
-	setCwnd(p2, newCwnd)
+	envtest.SetCwnd(p2, newCwnd)
 	r2 = revision.Name(p2)
-	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
-	pushLatencies(t, l, r2, scale, seed, allVehicles()...)
+	pushLatencies(t, l, r1, 1.0, 1, envtest.AllVehicles()...)
+	pushLatencies(t, l, r2, scale, seed, envtest.AllVehicles()...)
 	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, newCwnd)
+	e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		envtest.SetCwnd(p, newCwnd)
 		p.Spec.Rollout = p2.Spec.Rollout
 		if mutate != nil {
 			mutate(p)
@@ -426,7 +388,7 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		for rev, n := range perScrape {
-			for _, v := range allVehicles() {
+			for _, v := range envtest.AllVehicles() {
 				dsack.WithLabelValues(v, rev).Add(n)
 			}
 		}
@@ -436,33 +398,33 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 	defer target.Close()
 	prom := testenv.StartPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
 	l := testenv.StartLoki(t)
-	e := startFleet(t, l.URL, prom.URL)
-	e.addVehicles("xavier", xavierVehicles...)
-	e.addVehicles("orin", orinVehicles...)
+	e := envtest.StartFleet(t, l.URL, prom.URL)
+	e.AddVehicles("xavier", envtest.XavierVehicles...)
+	e.AddVehicles("orin", envtest.OrinVehicles...)
 
 	guard := v1alpha1.AnalysisSpec{
 		Name: "dsack-guard", Provider: v1alpha1.ProviderPrometheus,
 		Query:    `max(increase(nettune_tcp_dsack_dups_total{vehicle=~"{{ .Vehicles }}", revision="{{ .Revision }}"}[{{ .Window }}]))`,
-		Interval: dur(time.Second), Window: dur(15 * time.Second), Measurements: ptr(int32(1)),
-		MaxValue: ptr("100"), FailureLimit: ptr(int32(0)), InconclusiveLimit: ptr(int32(0)), OnInconclusive: v1alpha1.InconclusivePause,
+		Interval: envtest.Dur(time.Second), Window: envtest.Dur(15 * time.Second), Measurements: envtest.Ptr(int32(1)),
+		MaxValue: envtest.Ptr("100"), FailureLimit: envtest.Ptr(int32(0)), InconclusiveLimit: envtest.Ptr(int32(0)), OnInconclusive: v1alpha1.InconclusivePause,
 	}
-	p := lanProfile(40, v1alpha1.ProviderLoki, lokiQuery, lokiCount)
-	r1 := e.settle(p)
+	p := envtest.LanProfile(40, v1alpha1.ProviderLoki, envtest.LokiQuery, envtest.LokiCount)
+	r1 := e.Settle(p)
 	p2 := p.DeepCopy()
-	setCwnd(p2, 30)
+	envtest.SetCwnd(p2, 30)
 	r2 := revision.Name(p2)
 	// Healthy latencies on both revisions; r2's vehicles see 50 D-SACKs a
 	// second (750 over the guard's window, above its 100), r1's none.
-	pushLatencies(t, l, r1, 1.0, 1, allVehicles()...)
-	pushLatencies(t, l, r2, 1.0, 2, allVehicles()...)
+	pushLatencies(t, l, r1, 1.0, 1, envtest.AllVehicles()...)
+	pushLatencies(t, l, r2, 1.0, 2, envtest.AllVehicles()...)
 	l.WaitForCount(t, `sum(count_over_time({job="nettune-probe"}[1h]))`, 24000, 60*time.Second)
 	mu.Lock()
 	perScrape[r1], perScrape[r2] = 0, 50
 	mu.Unlock()
 	prom.WaitForQuery(t, fmt.Sprintf(`sum(increase(nettune_tcp_dsack_dups_total{revision=%q}[15s])) > 1000`, r2), 60*time.Second)
 
-	e.edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
-		setCwnd(p, 30)
+	e.Edit("xavier-lan", func(p *v1alpha1.NetTuningProfile) {
+		envtest.SetCwnd(p, 30)
 		p.Spec.Rollout = p2.Spec.Rollout.DeepCopy()
 		p.Spec.Rollout.Analyses = append(p.Spec.Rollout.Analyses, guard)
 		for i := range p.Spec.Rollout.Steps {
@@ -471,7 +433,7 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 			}
 		}
 	})
-	final := e.waitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
+	final := e.WaitProfile("xavier-lan", 90*time.Second, "rolled back", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.Phase == v1alpha1.PhaseRolledBack
 	})
 	c := meta.FindStatusCondition(final.Status.Conditions, v1alpha1.ConditionRolledBack)
@@ -494,5 +456,5 @@ func TestGuardBesideAnalysisRollsBack(t *testing.T) {
 	if phases["dsack-guard"] != v1alpha1.AnalysisFailed || phases["p9999-latency"] == "" {
 		t.Errorf("step 0 results %v, want dsack-guard Failed and p9999-latency measured", phases)
 	}
-	assertAllNodes(t, e, r1)
+	e.AssertAllNodes(r1)
 }

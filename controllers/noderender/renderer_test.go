@@ -14,18 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers_test
+package noderender_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,26 +34,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
+	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/render"
 )
 
 // startRenderer runs the node renderer alone: the test plays the profile
 // reconciler by writing status.assignments itself.
-func (e *fleetEnv) startRenderer() *noderender.Reports {
-	t := e.t
+func startRenderer(e *envtest.Fleet) *noderender.Reports {
+	t := e.T()
 	t.Helper()
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(revisionNS)})
+	mgr, err := ctrl.NewManager(rest.CopyConfig(e.CP.Config), ctrl.Options{Scheme: e.CP.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(envtest.Namespace)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,25 +62,18 @@ func (e *fleetEnv) startRenderer() *noderender.Reports {
 		}
 	}()
 	n := &noderender.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: revisionNS, Reports: reports, SkipNameValidation: true}
+		Namespace: envtest.Namespace, Reports: reports, SkipNameValidation: true}
 	if err := n.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	e.StartManager(mgr)
 	return reports
 }
 
 // renderWorld is the test's own record of the revisions it stored.
 type renderWorld struct {
-	e        *fleetEnv
+	t        *testing.T
+	e        *envtest.Fleet
 	rnd      *rand.Rand
 	contents map[string]*v1alpha1.NetTuningProfileSpec // revision -> content
 	serial   int
@@ -108,11 +97,11 @@ func (w *renderWorld) newRevision(profile string, priority int32) string {
 	name := fmt.Sprintf("%s-r%d", profile, w.serial)
 	raw, err := json.Marshal(spec)
 	if err != nil {
-		w.e.t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: revisionNS}, Data: runtime.RawExtension{Raw: raw}}
-	if err := w.e.c.Create(w.e.ctx, cr); err != nil {
-		w.e.t.Fatal(err)
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: envtest.Namespace}, Data: runtime.RawExtension{Raw: raw}}
+	if err := w.e.Client.Create(w.e.Ctx, cr); err != nil {
+		w.t.Fatal(err)
 	}
 	w.contents[name] = spec
 	return name
@@ -128,28 +117,28 @@ func (w *renderWorld) assign(p *v1alpha1.NetTuningProfile, vehicles []string, re
 		}
 	}
 	cur := &v1alpha1.NetTuningProfile{}
-	if err := w.e.c.Get(w.e.ctx, client.ObjectKeyFromObject(p), cur); err != nil {
-		w.e.t.Fatal(err)
+	if err := w.e.Client.Get(w.e.Ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+		w.t.Fatal(err)
 	}
 	cur.Status.Assignments = nil
 	for _, rev := range slices.Sorted(maps.Keys(byRev)) {
 		cur.Status.Assignments = append(cur.Status.Assignments, v1alpha1.RevisionAssignment{Revision: rev, Vehicles: byRev[rev]})
 	}
-	if err := w.e.c.Status().Update(w.e.ctx, cur); err != nil {
-		w.e.t.Fatal(err)
+	if err := w.e.Client.Status().Update(w.e.Ctx, cur); err != nil {
+		w.t.Fatal(err)
 	}
 }
 
 // fullRender is what every node's NodeNetTuning must hold: each node
 // rendered from scratch from the current nodes and profiles.
 func (w *renderWorld) fullRender() (map[string]v1alpha1.NodeNetTuningSpec, error) {
-	ctx := w.e.ctx
+	ctx := w.e.Ctx
 	nodes := &corev1.NodeList{}
-	if err := w.e.c.List(ctx, nodes); err != nil {
+	if err := w.e.Client.List(ctx, nodes); err != nil {
 		return nil, err
 	}
 	profiles := &v1alpha1.NetTuningProfileList{}
-	if err := w.e.c.List(ctx, profiles); err != nil {
+	if err := w.e.Client.List(ctx, profiles); err != nil {
 		return nil, err
 	}
 	var all []render.Node
@@ -195,7 +184,7 @@ func (w *renderWorld) converged() []string {
 	var diffs []string
 	for node, spec := range want {
 		nnt := &v1alpha1.NodeNetTuning{}
-		err := w.e.c.Get(w.e.ctx, client.ObjectKey{Name: node}, nnt)
+		err := w.e.Client.Get(w.e.Ctx, client.ObjectKey{Name: node}, nnt)
 		switch {
 		case apierrors.IsNotFound(err):
 			if len(spec.Profiles) > 0 {
@@ -212,7 +201,7 @@ func (w *renderWorld) converged() []string {
 }
 
 func (w *renderWorld) waitConverged(what string) {
-	t := w.e.t
+	t := w.t
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	var diffs []string
@@ -232,12 +221,12 @@ func (w *renderWorld) waitConverged(what string) {
 // specs edited by hand, nodes added), every NodeNetTuning equals what
 // rendering every node from scratch gives.
 func TestIncrementalRenderMatchesFullRender(t *testing.T) {
-	e := startCluster(t)
-	e.startRenderer()
+	e := envtest.NewFleet(t)
+	startRenderer(e)
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	w := &renderWorld{e: e, rnd: rand.New(rand.NewSource(seed)), contents: map[string]*v1alpha1.NetTuningProfileSpec{}}
-	ctx := e.ctx
+	w := &renderWorld{t: t, e: e, rnd: rand.New(rand.NewSource(seed)), contents: map[string]*v1alpha1.NetTuningProfileSpec{}}
+	ctx := e.Ctx
 
 	vehicles := []string{"pv-1", "pv-2", "pv-3", "pv-4", "pv-5"}
 	for vi, v := range vehicles {
@@ -245,7 +234,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: v + "-" + host,
 				Labels:      map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: host, v1alpha1.DefaultHardwareLabel: "xavier"},
 				Annotations: map[string]string{v1alpha1.LANAddressAnnotation: fmt.Sprintf("10.60.%d.%d", vi+1, hi+11), v1alpha1.LANDeviceAnnotation: "eth0"}}}
-			if err := e.c.Create(ctx, n); err != nil {
+			if err := e.Client.Create(ctx, n); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -262,7 +251,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		if w.rnd.Intn(3) == 0 {
 			p.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{v1alpha1.DefaultHostLabel: "xavier-a"}}
 		}
-		if err := e.c.Create(ctx, p); err != nil {
+		if err := e.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		pr := &prof{obj: p, revs: []string{w.newRevision(name, prio), w.newRevision(name, prio)}}
@@ -275,7 +264,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 
 	nodeNames := func() []string {
 		list := &corev1.NodeList{}
-		if err := e.c.List(ctx, list); err != nil {
+		if err := e.Client.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
 		var out []string
@@ -290,7 +279,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 	// or the routes cleared (it must put them back). "": no NodeNetTuning.
 	editByHand := func(node string, clearRoutes bool) string {
 		nnt := &v1alpha1.NodeNetTuning{}
-		if err := e.c.Get(ctx, client.ObjectKey{Name: node}, nnt); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: node}, nnt); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ""
 			}
@@ -303,7 +292,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 		} else {
 			nnt.Spec.Sysctls = append(nnt.Spec.Sysctls, v1alpha1.Sysctl{Name: "net.core.busy_poll", Value: "50"})
 		}
-		if err := e.c.Patch(ctx, nnt, base); err != nil {
+		if err := e.Client.Patch(ctx, nnt, base); err != nil {
 			t.Fatal(err)
 		}
 		return edit + " the NodeNetTuning of " + node + " by hand"
@@ -342,7 +331,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 			case 5:
 				if len(profiles) > 1 {
 					i := w.rnd.Intn(len(profiles))
-					if err := e.c.Delete(ctx, profiles[i].obj); err != nil {
+					if err := e.Client.Delete(ctx, profiles[i].obj); err != nil {
 						t.Fatal(err)
 					}
 					did = append(did, "deleted "+profiles[i].obj.Name)
@@ -355,7 +344,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 				}
 			case 6:
 				nnt := &v1alpha1.NodeNetTuning{ObjectMeta: metav1.ObjectMeta{Name: node}}
-				if err := e.c.Delete(ctx, nnt); err != nil && !apierrors.IsNotFound(err) {
+				if err := e.Client.Delete(ctx, nnt); err != nil && !apierrors.IsNotFound(err) {
 					t.Fatal(err)
 				}
 				did = append(did, "deleted the NodeNetTuning of "+node)
@@ -365,7 +354,7 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-extra-%d", v, extra),
 					Labels:      map[string]string{v1alpha1.DefaultVehicleLabel: v, v1alpha1.DefaultHostLabel: fmt.Sprintf("orin-%d", extra)},
 					Annotations: map[string]string{v1alpha1.LANAddressAnnotation: fmt.Sprintf("10.62.0.%d", extra)}}}
-				if err := e.c.Create(ctx, n); err != nil {
+				if err := e.Client.Create(ctx, n); err != nil {
 					t.Fatal(err)
 				}
 				did = append(did, "added node "+n.Name)
@@ -390,20 +379,20 @@ func TestIncrementalRenderMatchesFullRender(t *testing.T) {
 // by the renderer; the profile says so in its RenderWarnings condition and in
 // one Warning event, and the condition clears once the address is given.
 func TestRenderWarningsReachTheProfile(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", "av-01")
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", "av-01")
 	// A third host with no address annotation and no InternalIP.
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "av-01-xavier-c", Labels: map[string]string{
 		v1alpha1.DefaultVehicleLabel: "av-01", v1alpha1.DefaultHostLabel: "xavier-c", v1alpha1.DefaultHardwareLabel: "xavier"}}}
-	if err := e.c.Create(e.ctx, n); err != nil {
+	if err := e.Client.Create(e.Ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1ObjectMeta("lan"), Spec: v1alpha1.NetTuningProfileSpec{
-		Defaults: &v1alpha1.TCPParameters{RTOMin: dur(10 * time.Millisecond)}}}
-	if err := e.c.Create(e.ctx, p); err != nil {
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "lan"}, Spec: v1alpha1.NetTuningProfileSpec{
+		Defaults: &v1alpha1.TCPParameters{RTOMin: envtest.Dur(10 * time.Millisecond)}}}
+	if err := e.Client.Create(e.Ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitProfile("lan", 30*time.Second, "RenderWarnings True", func(p *v1alpha1.NetTuningProfile) bool {
+	got := e.WaitProfile("lan", 30*time.Second, "RenderWarnings True", func(p *v1alpha1.NetTuningProfile) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRenderWarnings)
 		return c != nil && c.Status == metav1.ConditionTrue
 	})
@@ -413,7 +402,7 @@ func TestRenderWarningsReachTheProfile(t *testing.T) {
 	}
 	// The route to the other peer is still rendered.
 	nnt := &v1alpha1.NodeNetTuning{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil {
 		t.Fatal(err)
 	}
 	if len(nnt.Spec.Routes) != 1 {
@@ -421,7 +410,7 @@ func TestRenderWarningsReachTheProfile(t *testing.T) {
 	}
 	countWarnings := func() int {
 		k := 0
-		for _, ev := range e.events("lan") {
+		for _, ev := range e.Events("lan") {
 			if strings.HasPrefix(ev, "RenderWarnings: ") {
 				k++
 			}
@@ -433,34 +422,34 @@ func TestRenderWarningsReachTheProfile(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if k := countWarnings(); k != 1 {
-		t.Errorf("%d RenderWarnings events, want 1: %v", k, e.events("lan"))
+		t.Errorf("%d RenderWarnings events, want 1: %v", k, e.Events("lan"))
 	}
 	editNode(t, e, "av-01-xavier-c", func(n *corev1.Node) {
 		n.Annotations = map[string]string{v1alpha1.LANAddressAnnotation: "10.30.1.13", v1alpha1.LANDeviceAnnotation: "eth0"}
 	})
-	e.waitProfile("lan", 30*time.Second, "RenderWarnings cleared", func(p *v1alpha1.NetTuningProfile) bool {
+	e.WaitProfile("lan", 30*time.Second, "RenderWarnings cleared", func(p *v1alpha1.NetTuningProfile) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRenderWarnings)
 		return c != nil && c.Status == metav1.ConditionFalse
 	})
 	// Settling produced no second warning event.
 	if k := countWarnings(); k != 1 {
-		t.Errorf("%d RenderWarnings events after the fix, want still 1: %v", k, e.events("lan"))
+		t.Errorf("%d RenderWarnings events after the fix, want still 1: %v", k, e.Events("lan"))
 	}
 }
 
 // TestLanDeviceEditReRenders: editing a node's nettune.io/lan-device alone
 // re-renders that node's routes with the new device.
 func TestLanDeviceEditReRenders(t *testing.T) {
-	e := startFleet(t, "", "")
-	e.addVehicles("xavier", "av-01")
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1ObjectMeta("lan"), Spec: v1alpha1.NetTuningProfileSpec{
-		Defaults: &v1alpha1.TCPParameters{RTOMin: dur(10 * time.Millisecond)}}}
-	if err := e.c.Create(e.ctx, p); err != nil {
+	e := envtest.StartFleet(t, "", "")
+	e.AddVehicles("xavier", "av-01")
+	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: "lan"}, Spec: v1alpha1.NetTuningProfileSpec{
+		Defaults: &v1alpha1.TCPParameters{RTOMin: envtest.Dur(10 * time.Millisecond)}}}
+	if err := e.Client.Create(e.Ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	device := func() string {
 		nnt := &v1alpha1.NodeNetTuning{}
-		if err := e.c.Get(e.ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil || len(nnt.Spec.Routes) == 0 {
+		if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: "av-01-xavier-a"}, nnt); err != nil || len(nnt.Spec.Routes) == 0 {
 			return ""
 		}
 		return nnt.Spec.Routes[0].Device
@@ -480,104 +469,14 @@ func TestLanDeviceEditReRenders(t *testing.T) {
 	waitDevice("lan1")
 }
 
-func editNode(t *testing.T, e *fleetEnv, name string, f func(*corev1.Node)) {
+func editNode(t *testing.T, e *envtest.Fleet, name string, f func(*corev1.Node)) {
 	t.Helper()
 	n := &corev1.Node{}
-	if err := e.c.Get(e.ctx, client.ObjectKey{Name: name}, n); err != nil {
+	if err := e.Client.Get(e.Ctx, client.ObjectKey{Name: name}, n); err != nil {
 		t.Fatal(err)
 	}
 	f(n)
-	if err := e.c.Update(e.ctx, n); err != nil {
+	if err := e.Client.Update(e.Ctx, n); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestStatusConflictAnnouncesOnce: when the status patch of a reconcile is
-// refused (a 409 from the optimistic lock), the retry decides again; the
-// events of the decision are recorded once, by the reconcile whose status was
-// written, not by both.
-func TestStatusConflictAnnouncesOnce(t *testing.T) {
-	e := startCluster(t)
-	e.addVehicles("xavier", "av-01", "av-02")
-	mgr, err := ctrl.NewManager(rest.CopyConfig(e.cp.Config), ctrl.Options{Scheme: e.cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: fleetcache.Options(revisionNS)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused atomic.Int32
-	c := refusingClient{Client: mgr.GetClient(), refuse: func(obj client.Object) error {
-		if _, ok := obj.(*v1alpha1.NetTuningProfile); ok && refused.Load() < 3 {
-			refused.Add(1)
-			return apierrors.NewConflict(schema.GroupResource{Group: "nettune.io", Resource: "nettuningprofiles"}, obj.GetName(), errors.New("injected"))
-		}
-		return nil
-	}}
-	opts := controllers.Options{Client: c, APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("nettune-controller"), Namespace: revisionNS, SkipNameValidation: true}
-	if err := controllers.Setup(mgr, opts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-
-	p := &v1alpha1.NetTuningProfile{ObjectMeta: metav1ObjectMeta("lan"), Spec: v1alpha1.NetTuningProfileSpec{
-		Defaults: &v1alpha1.TCPParameters{RTOMin: dur(10 * time.Millisecond)}}}
-	if err := e.c.Create(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	e.waitProfile("lan", 60*time.Second, "Healthy", func(p *v1alpha1.NetTuningProfile) bool { return p.Status.Phase == "Healthy" })
-	if n := refused.Load(); n < 3 {
-		t.Fatalf("%d status patches refused, want 3 (the injection did not happen)", n)
-	}
-	time.Sleep(2 * time.Second) // events are recorded asynchronously
-	// The recorder folds a repeated event into one Event with a series
-	// count: count occurrences, not objects.
-	count := map[string]int{}
-	list := &corev1.EventList{}
-	if err := e.c.List(e.ctx, list); err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Name != "lan" || ev.InvolvedObject.Kind != "NetTuningProfile" {
-			continue
-		}
-		n := 1
-		if ev.Series != nil && int(ev.Series.Count) > n {
-			n = int(ev.Series.Count)
-		}
-		if int(ev.Count) > n {
-			n = int(ev.Count)
-		}
-		count[ev.Reason] += n
-	}
-	if count["RolloutStarted"] != 1 || count["RolloutComplete"] != 1 {
-		t.Errorf("after 3 refused status patches, events by reason %v (%v); want RolloutStarted and RolloutComplete once each", count, e.events("lan"))
-	}
-}
-
-// refusingClient answers some status patches with refuse's error instead of
-// sending them.
-type refusingClient struct {
-	client.Client
-	refuse func(client.Object) error
-}
-
-func (c refusingClient) Status() client.SubResourceWriter {
-	return refusingStatus{SubResourceWriter: c.Client.Status(), refuse: c.refuse}
-}
-
-type refusingStatus struct {
-	client.SubResourceWriter
-	refuse func(client.Object) error
-}
-
-func (s refusingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := s.refuse(obj); err != nil {
-		return err
-	}
-	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }

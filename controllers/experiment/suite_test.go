@@ -1,0 +1,30 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package experiment_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/nettune/nettune/controllers/internal/envtest"
+)
+
+// TestMain runs the experiment reconciler's tests on a real API server
+// (experiment_controller_test.go) against one control plane for the
+// package (controllers/internal/envtest), started by the first of them and
+// emptied after each; the package's unit tests start none.
+func TestMain(m *testing.M) { os.Exit(envtest.Run(m)) }
