@@ -67,8 +67,7 @@ type Loki struct {
 	// Logf, if set, is told what Stop and Restart do; nil says nothing.
 	Logf func(format string, args ...any)
 
-	dir  string
-	proc *process
+	server
 }
 
 // DefaultLokiTenant is the Tenant of a Loki started with Auth and no Tenant.
@@ -129,23 +128,6 @@ func RunLokiOpts(dir string, opts LokiOptions) (*Loki, error) {
 	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir, opts) })
 }
 
-// Close stops Loki (its data stays in its directory).
-func (l *Loki) Close() error {
-	l.proc.stop()
-	return nil
-}
-
-// Dir is the directory of Loki's configuration, data and log.
-func (l *Loki) Dir() string { return l.dir }
-
-// Running reports whether the Loki process has not exited.
-func (l *Loki) Running() bool { return l.proc.running() }
-
-// LogPath is the file Loki's output goes to.
-func (l *Loki) LogPath() string { return l.proc.logPath }
-
-// LogTail is the last n lines of Loki's log.
-func (l *Loki) LogTail(n int) string { return l.proc.logTail(n) }
 
 // logf passes a note to l.Logf, if set.
 func (l *Loki) logf(format string, args ...any) {
@@ -169,7 +151,7 @@ func launchLoki(bin, dir string, opts LokiOptions) (*Loki, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loki{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dir: dir, proc: p}
+	l := &Loki{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), server: server{dir: dir, proc: p}}
 	if opts.Auth {
 		l.Tenant = opts.Tenant
 		if l.Tenant == "" {

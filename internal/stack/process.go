@@ -258,3 +258,28 @@ func runInDir[T any](name, dir string, launch func() (T, error)) (T, error) {
 		}
 	}
 }
+
+// server is what Loki and Prometheus share: a directory holding the
+// configuration, data and log, and the process.
+type server struct {
+	dir  string
+	proc *process
+}
+
+// Close stops the process (its data stays in its directory).
+func (s *server) Close() error {
+	s.proc.stop()
+	return nil
+}
+
+// Dir is the directory of the configuration, data and log.
+func (s *server) Dir() string { return s.dir }
+
+// Running reports whether the process has not exited.
+func (s *server) Running() bool { return s.proc.running() }
+
+// LogPath is the file the process's output goes to.
+func (s *server) LogPath() string { return s.proc.logPath }
+
+// LogTail is the last n lines of the process's log.
+func (s *server) LogTail(n int) string { return s.proc.logTail(n) }

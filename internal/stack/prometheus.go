@@ -61,8 +61,7 @@ type Prometheus struct {
 	// send; RunPrometheusOpts sets them to the first of Users by name.
 	Username, Password string
 
-	dir        string
-	proc       *process
+	server
 	clientCert []byte // a client certificate the helpers present (RequireClientCert)
 	clientKey  []byte
 	httpc      *http.Client // the helpers' client: trusts CA, presents clientCert
@@ -116,23 +115,6 @@ func RunPrometheusOpts(dir string, opts PrometheusOptions) (*Prometheus, error) 
 	})
 }
 
-// Close stops Prometheus (its TSDB stays in its directory).
-func (p *Prometheus) Close() error {
-	p.proc.stop()
-	return nil
-}
-
-// Dir is the directory of Prometheus' configuration, TSDB and log.
-func (p *Prometheus) Dir() string { return p.dir }
-
-// Running reports whether the Prometheus process has not exited.
-func (p *Prometheus) Running() bool { return p.proc.running() }
-
-// LogPath is the file Prometheus' output goes to.
-func (p *Prometheus) LogPath() string { return p.proc.logPath }
-
-// LogTail is the last n lines of Prometheus' log.
-func (p *Prometheus) LogTail(n int) string { return p.proc.logTail(n) }
 
 func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, error) {
 	ports, err := freePorts(1)
@@ -150,7 +132,7 @@ func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, err
 		"--web.listen-address=" + listen,
 		"--log.level=info",
 	}
-	p := &Prometheus{URL: "http://" + listen, dir: dir}
+	p := &Prometheus{URL: "http://" + listen, server: server{dir: dir}}
 	if opts.TLS || len(opts.Users) > 0 {
 		webConfig, err := p.writeWebConfig(opts)
 		if err != nil {
