@@ -41,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
 )
@@ -379,7 +378,7 @@ func (d *demo) walkthrough(o options) error {
 				d.gateOpened = time.Now()
 			}
 		}
-		if !d.gateOpened.IsZero() && d.drivingVerified.IsZero() && vehicleVerified(p, d.f, d.driving) {
+		if !d.gateOpened.IsZero() && d.drivingVerified.IsZero() && d.vehicleVerified(p) {
 			d.drivingVerified = time.Now()
 		}
 		_, done := decided(before, p)
@@ -475,24 +474,9 @@ func (d *demo) summary() {
 	fmt.Fprintln(d.out, "    dashboards:  import charts/nettune/dashboards/*.json into a Grafana with Loki and Prometheus above as datasources (docs/dashboards.md)")
 }
 
-// vehicleVerified says whether every node of vehicle verified the
-// revision p is rolling out.
-func vehicleVerified(p *v1alpha1.NetTuningProfile, f *fleet.Fleet, vehicle string) bool {
-	list := &v1alpha1.NodeNetTuningList{}
-	if err := f.CP.Client.List(context.Background(), list); err != nil {
-		return false
-	}
-	n := 0
-	for i := range list.Items {
-		nt := &list.Items[i]
-		if !strings.HasPrefix(nt.Name, vehicle+"-") {
-			continue
-		}
-		n++
-		verified, _, _ := fleetmodel.NodeReport(nt)
-		if !verified || fleetmodel.AssignedRevision(nt, p.Name) != p.Status.CurrentRevision {
-			return false
-		}
-	}
-	return n > 0
+// vehicleVerified says whether every host of the driving vehicle verified
+// the revision p is rolling out.
+func (d *demo) vehicleVerified(p *v1alpha1.NetTuningProfile) bool {
+	ok, err := d.f.VehicleVerified(d.ctx, d.driving, p.Name, p.Status.CurrentRevision)
+	return err == nil && ok
 }

@@ -43,8 +43,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/internal/pki"
 	"github.com/nettune/nettune/internal/stack"
@@ -365,6 +367,28 @@ func (f *Fleet) StartAgents(vehicle string) error {
 		}
 	}
 	return nil
+}
+
+// VehicleVerified says whether every host of vehicle has its
+// NodeNetTuning rendered with rev of profile and its agent verified it.
+func (f *Fleet) VehicleVerified(ctx context.Context, vehicle, profile, rev string) (bool, error) {
+	v := f.Vehicles[vehicle]
+	if v == nil {
+		return false, fmt.Errorf("no vehicle %s", vehicle)
+	}
+	for _, h := range v.Hosts {
+		nnt := &v1alpha1.NodeNetTuning{}
+		if err := f.CP.Client.Get(ctx, client.ObjectKey{Name: NodeName(vehicle, h.Name)}, nnt); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, err
+		}
+		if ok, _, _ := fleetmodel.NodeReport(nnt); !ok || fleetmodel.AssignedRevision(nnt, profile) != rev {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // GatePath is the vehicle's apply gate file, which its agents read

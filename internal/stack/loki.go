@@ -128,7 +128,6 @@ func RunLokiOpts(dir string, opts LokiOptions) (*Loki, error) {
 	return runInDir("Loki", dir, func() (*Loki, error) { return launchLoki(bin, dir, opts) })
 }
 
-
 // logf passes a note to l.Logf, if set.
 func (l *Loki) logf(format string, args ...any) {
 	if l.Logf != nil {

@@ -115,7 +115,6 @@ func RunPrometheusOpts(dir string, opts PrometheusOptions) (*Prometheus, error) 
 	})
 }
 
-
 func launchPrometheus(bin, dir string, opts PrometheusOptions) (*Prometheus, error) {
 	ports, err := freePorts(1)
 	if err != nil {

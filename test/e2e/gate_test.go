@@ -71,14 +71,12 @@ func vehicleDeferred(t *testing.T, vehicle, rev, reason string) string {
 
 // vehicleVerified says whether every node of a vehicle verified rev.
 func vehicleVerified(t *testing.T, vehicle, rev string) bool {
-	ns := vehicleNodes(t, vehicle)
-	for i := range ns {
-		verified, _, _ := fleetmodel.NodeReport(&ns[i])
-		if fleetmodel.AssignedRevision(&ns[i], profile) != rev || !verified {
-			return false
-		}
+	t.Helper()
+	ok, err := f.VehicleVerified(context.Background(), vehicle, profile, rev)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return len(ns) > 0
+	return ok
 }
 
 // gateClosedOnAgents says whether every agent of the vehicle reads its

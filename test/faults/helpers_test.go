@@ -211,17 +211,11 @@ func converged(t *testing.T, profile, rev string, ssthresh int32) bool {
 // its agent verified (committed) it.
 func vehicleVerified(t *testing.T, vehicle, profile, rev string) bool {
 	t.Helper()
-	n := 0
-	for _, nnt := range nodes(t) {
-		if !strings.HasPrefix(nnt.Name, vehicle+"-") {
-			continue
-		}
-		if ok, _, _ := fleetmodel.NodeReport(&nnt); !ok || fleetmodel.AssignedRevision(&nnt, profile) != rev {
-			return false
-		}
-		n++
+	ok, err := f.VehicleVerified(context.Background(), vehicle, profile, rev)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n == len(hosts)
+	return ok
 }
 
 // hostsOn is how many of the vehicle's hosts carry ssthresh in the kernel.

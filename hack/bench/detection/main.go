@@ -62,7 +62,6 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/analysis"
-	"github.com/nettune/nettune/controllers/fleetmodel"
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/internal/fleet"
 	"github.com/nettune/nettune/internal/localcp"
@@ -418,23 +417,7 @@ func (b *bench) edit(mutate func(*v1alpha1.NetTuningProfile)) error {
 // vehicleVerified reports whether every node of vehicle carries rev and
 // verified it.
 func (b *bench) vehicleVerified(vehicle, rev string) (bool, error) {
-	list := &v1alpha1.NodeNetTuningList{}
-	if err := b.f.CP.Client.List(b.ctx, list); err != nil {
-		return false, err
-	}
-	n := 0
-	for i := range list.Items {
-		nnt := &list.Items[i]
-		if !strings.HasPrefix(nnt.Name, vehicle+"-") {
-			continue
-		}
-		n++
-		ok, _, _ := fleetmodel.NodeReport(nnt)
-		if !ok || fleetmodel.AssignedRevision(nnt, profileName) != rev {
-			return false, nil
-		}
-	}
-	return n == len(b.f.Vehicles[vehicle].Hosts), nil
+	return b.f.VehicleVerified(b.ctx, vehicle, profileName, rev)
 }
 
 func (b *bench) trial(i int, a arm, canary []string) (trial, error) {
