@@ -26,8 +26,8 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetmodel"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/planner"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 func leaseHolder(e *envtest.Fleet) string {

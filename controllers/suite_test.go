@@ -20,12 +20,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nettune/nettune/controllers/internal/envtest"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestMain runs the tests of the manager's wiring as a whole (Setup with
 // leader election: restart_test.go) against one control plane for the
-// package (controllers/internal/envtest), started by the first test and
+// package (test/framework/envtest), started by the first test and
 // emptied after each. The reconcilers' own tests are beside them, each
 // package with its suite_test.go.
 func TestMain(m *testing.M) { os.Exit(envtest.Run(m)) }

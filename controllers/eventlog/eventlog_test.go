@@ -34,9 +34,9 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/eventlog"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/revision"
 	"github.com/nettune/nettune/node-agent/lokipush"
+	"github.com/nettune/nettune/test/framework/envtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 

@@ -20,10 +20,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nettune/nettune/controllers/internal/envtest"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestMain runs the event log's tests against one control plane for the
-// package (controllers/internal/envtest), started by the first test and
+// package (test/framework/envtest), started by the first test and
 // emptied after each.
 func TestMain(m *testing.M) { os.Exit(envtest.Run(m)) }

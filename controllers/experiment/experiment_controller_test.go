@@ -34,8 +34,8 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/experiment"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/test/framework/envtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 

@@ -20,11 +20,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nettune/nettune/controllers/internal/envtest"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestMain runs the experiment reconciler's tests on a real API server
 // (experiment_controller_test.go) against one control plane for the
-// package (controllers/internal/envtest), started by the first of them and
+// package (test/framework/envtest), started by the first of them and
 // emptied after each; the package's unit tests start none.
 func TestMain(m *testing.M) { os.Exit(envtest.Run(m)) }

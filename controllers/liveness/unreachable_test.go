@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/node-agent/agent"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestLeaseLiveness: the agents renew their Leases (the node agent's own

@@ -42,9 +42,9 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/fleetmodel"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/controllers/render"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // startRenderer runs the node renderer alone: the test plays the profile

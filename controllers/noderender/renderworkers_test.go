@@ -27,8 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/noderender"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestRenderWorkers: Setup gives the node renderer Options.RenderWorkers

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/internal/envtest"
+	"github.com/nettune/nettune/test/framework/envtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 

@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/controllers/revision"
+	"github.com/nettune/nettune/test/framework/envtest"
 	"github.com/nettune/nettune/test/framework/testenv"
 )
 

@@ -36,7 +36,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/fleetcache"
-	"github.com/nettune/nettune/controllers/internal/envtest"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestStatusConflictAnnouncesOnce: when the status patch of a reconcile is

@@ -23,13 +23,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nettune/nettune/controllers/internal/envtest"
 	"github.com/nettune/nettune/internal/localcp"
+	"github.com/nettune/nettune/test/framework/envtest"
 )
 
 // TestMain runs the profile reconciler's tests (rollouts and their
 // analyses and guards, conflicts, status writes) against one control plane
-// for the package (controllers/internal/envtest), started by the first
+// for the package (test/framework/envtest), started by the first
 // test and emptied after each.
 func TestMain(m *testing.M) { os.Exit(envtest.Run(m)) }
 
