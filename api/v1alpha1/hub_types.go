@@ -90,6 +90,10 @@ type VehicleReport struct {
 	Verified bool
 	Failed   bool
 	Mixed    bool
+	// Deferred: its agents hold the revision back (apply gate closed, no
+	// maintenance window open); GateClosed: a node's apply gate is closed.
+	Deferred   bool
+	GateClosed bool
 	// UnreachableSince is the vehicle's last heartbeat when its cluster
 	// counts it Unreachable; zero while it reports.
 	UnreachableSince time.Time
@@ -102,7 +106,8 @@ type VehicleReport struct {
 
 // A report line: "<vehicle> <revision|-> <flags|-> <unreachable-since
 // unix|0> <hardware,...|-> <counters,...|?>", flags from V (verified),
-// F (failed), M (mixed).
+// F (failed), M (mixed), D (deferred), G (gate closed). A reader ignores
+// flags it does not know.
 
 // EncodeVehicleReports encodes reports, sorted by vehicle, one per line.
 func EncodeVehicleReports(reports []VehicleReport) string {
@@ -119,6 +124,12 @@ func EncodeVehicleReports(reports []VehicleReport) string {
 		}
 		if r.Mixed {
 			flags += "M"
+		}
+		if r.Deferred {
+			flags += "D"
+		}
+		if r.GateClosed {
+			flags += "G"
 		}
 		since := int64(0)
 		if !r.UnreachableSince.IsZero() {
@@ -152,6 +163,7 @@ func ParseVehicleReports(s string) ([]VehicleReport, error) {
 		r := VehicleReport{Vehicle: f[0], Revision: fromDash(f[1])}
 		flags := fromDash(f[2])
 		r.Verified, r.Failed, r.Mixed = strings.Contains(flags, "V"), strings.Contains(flags, "F"), strings.Contains(flags, "M")
+		r.Deferred, r.GateClosed = strings.Contains(flags, "D"), strings.Contains(flags, "G")
 		if since != 0 {
 			r.UnreachableSince = time.Unix(since, 0).UTC()
 		}

@@ -27,11 +27,14 @@ func TestVehicleReportsRoundTrip(t *testing.T) {
 	in := []VehicleReport{
 		{Vehicle: "av-002", Revision: "p-abc", Verified: true, Hardware: []string{"orin", "xavier"}, Counters: []string{CounterTotalRetrans, CounterSegsOut}},
 		{Vehicle: "av-001", Failed: true, Mixed: true, UnreachableSince: time.Unix(1795707781, 0).UTC()},
-		{Vehicle: "av-003", Revision: "p-def", Counters: []string{}},
+		{Vehicle: "av-003", Revision: "p-def", Counters: []string{}, Deferred: true, GateClosed: true},
 	}
 	s := EncodeVehicleReports(in)
 	if got := strings.Count(s, "\n"); got != 3 {
 		t.Fatalf("%d lines, want 3:\n%s", got, s)
+	}
+	if !strings.Contains(s, "av-003 p-def DG ") {
+		t.Errorf("a deferred vehicle with its gate closed is not flagged DG:\n%s", s)
 	}
 	if !strings.HasPrefix(s, "av-001 ") {
 		t.Errorf("not sorted by vehicle:\n%s", s)
@@ -46,6 +49,10 @@ func TestVehicleReportsRoundTrip(t *testing.T) {
 	}
 	if _, err := ParseVehicleReports("av-001 p-abc V\n"); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("a short line: %v, want an error naming line 1", err)
+	}
+	// A flag a reader does not know is ignored (a newer cluster's report).
+	if rs, err := ParseVehicleReports("av-001 p-abc VZ 0 - ?\n"); err != nil || len(rs) != 1 || !rs[0].Verified {
+		t.Errorf("a report with an unknown flag: %+v %v", rs, err)
 	}
 	if rs, err := ParseVehicleReports(""); err != nil || len(rs) != 0 {
 		t.Errorf("empty report: %v %v", rs, err)

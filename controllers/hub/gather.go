@@ -126,7 +126,10 @@ func Vehicles(clusters []Cluster, now time.Time) (vs []planner.Vehicle, cluster 
 			}
 			lbls := labels.Set{ClusterLabel: c.Name}
 			v := planner.Vehicle{Name: r.Vehicle, Group: c.Name, Hardware: r.Hardware, Labels: lbls, Assigned: r.Revision,
-				Mixed: r.Mixed, Verified: r.Verified, Failed: r.Failed, LastSeen: last, Counters: r.Counters, Nodes: 1}
+				Mixed: r.Mixed, Verified: r.Verified, Failed: r.Failed, LastSeen: last, Counters: r.Counters, Nodes: 1,
+				// A deferred vehicle's own since is not reported: the hub
+				// waits deferredTimeout from the rollout's start.
+				Deferred: r.Deferred, GateClosed: r.GateClosed}
 			if r.Verified {
 				v.VerifiedNodes = 1
 			}

@@ -189,7 +189,8 @@ func TestObserveAndVehicles(t *testing.T) {
 	}
 	a := Observe(mc("a", metav1.ConditionTrue, now), report(
 		v1alpha1.VehicleReport{Vehicle: "a1", Revision: "lan-r1", Verified: true, Hardware: []string{"xavier"}},
-		v1alpha1.VehicleReport{Vehicle: "a2", Revision: "lan-r1", UnreachableSince: silentVehicle}), "lan")
+		v1alpha1.VehicleReport{Vehicle: "a2", Revision: "lan-r1", UnreachableSince: silentVehicle},
+		v1alpha1.VehicleReport{Vehicle: "a3", Revision: "lan-r2", Deferred: true, GateClosed: true}), "lan")
 	b := Observe(mc("b", metav1.ConditionUnknown, down), report(
 		v1alpha1.VehicleReport{Vehicle: "b1", Revision: "lan-r1", Verified: true},
 		v1alpha1.VehicleReport{Vehicle: "a1", Revision: "lan-r1"}), "lan")
@@ -198,12 +199,15 @@ func TestObserveAndVehicles(t *testing.T) {
 		t.Fatalf("observed a %+v b %+v c %+v", a, b, c)
 	}
 	vs, clusterOf, dup := Vehicles([]Cluster{a, b, c}, now)
-	if len(vs) != 3 || fmt.Sprint(dup) != "[a1]" || clusterOf["a1"] != "a" || clusterOf["b1"] != "b" {
+	if len(vs) != 4 || fmt.Sprint(dup) != "[a1]" || clusterOf["a1"] != "a" || clusterOf["b1"] != "b" {
 		t.Fatalf("vehicles %v dup %v clusters %v", vs, dup, clusterOf)
 	}
 	seen := map[string]time.Time{}
 	for _, v := range vs {
 		seen[v.Name] = v.LastSeen
+		if deferred := v.Name == "a3"; v.Deferred != deferred || v.GateClosed != deferred {
+			t.Errorf("%s: deferred %t gate closed %t, want %t as its cluster reported", v.Name, v.Deferred, v.GateClosed, deferred)
+		}
 		if v.Labels.Get(ClusterLabel) != v.Group {
 			t.Errorf("%s: cluster label %q, group %q", v.Name, v.Labels.Get(ClusterLabel), v.Group)
 		}

@@ -142,7 +142,7 @@ func HubReports(vehicles []Vehicle, now time.Time, rollout *v1alpha1.RolloutSpec
 	out := make([]v1alpha1.VehicleReport, 0, len(vehicles))
 	for _, v := range vehicles {
 		r := v1alpha1.VehicleReport{Vehicle: v.Name, Revision: v.Assigned, Verified: v.Verified && !v.Mixed, Failed: v.Failed, Mixed: v.Mixed,
-			Hardware: v.Hardware, Counters: v.Counters}
+			Deferred: v.Deferred && !v.Verified, GateClosed: v.GateClosed, Hardware: v.Hardware, Counters: v.Counters}
 		if v.Mixed {
 			r.Revision = ""
 		}

@@ -159,8 +159,12 @@ func TestHubReports(t *testing.T) {
 		{Name: "av-1", Assigned: "p-r1", Verified: true, LastSeen: now.Add(-time.Second), Hardware: []string{"xavier"}},
 		{Name: "av-2", Assigned: "p-r1", Verified: true, LastSeen: silent},
 		{Name: "av-3", Assigned: "p-r1", Mixed: true, LastSeen: now},
+		{Name: "av-4", Assigned: "p-r2", Deferred: true, GateClosed: true, LastSeen: now},
 	}
 	rs := planner.HubReports(vs, now, nil)
+	if !rs[3].Deferred || !rs[3].GateClosed || rs[3].Verified {
+		t.Errorf("a deferred vehicle behind a closed gate: %+v", rs[3])
+	}
 	if !rs[0].UnreachableSince.IsZero() || !rs[1].UnreachableSince.Equal(silent) {
 		t.Errorf("unreachable since: %v %v", rs[0].UnreachableSince, rs[1].UnreachableSince)
 	}
