@@ -17,8 +17,11 @@ exec 9>bin/.ansible-venv.lock
 flock 9
 
 want=$( { sha256sum <"$req"; "$python" -c 'import sys; print(sys.executable, sys.version)'; } | sha256sum | cut -d' ' -f1)
+# The scripts' #! lines name the venv's own path: a venv made in another
+# checkout (or one moved since) fails to run them and is made again.
 if [[ -f $stamp && $(<"$stamp") == "$want" ]] &&
-  "$venv/bin/python" -c 'import ansible, ansiblelint' 2>/dev/null; then
+  "$venv/bin/python" -c 'import ansible, ansiblelint' 2>/dev/null &&
+  "$venv/bin/ansible-playbook" --version >/dev/null 2>&1; then
   exit 0
 fi
 
