@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/gate"
+	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/test/framework/nettest"
 )
 
@@ -245,4 +247,55 @@ func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 	if at := a.rec.Now(); at.Before(next) {
 		t.Errorf("r2 applied at %s by the agent's clock, before its window opened at %s", at, next)
 	}
+}
+
+// closingProber closes the gate while the apply runs (during its post-apply
+// probe), then probes as the agent does.
+type closingProber struct {
+	path   string
+	t      *testing.T
+	closed atomic.Bool
+	Prober
+}
+
+func (p *closingProber) Probe(ctx context.Context, host *kernel.Handle, spec v1alpha1.NodeNetTuningSpec) error {
+	if spec.Revision == "r2" && !p.closed.Load() {
+		writeGate(p.t, p.path, "closed driving off mid-apply")
+		p.closed.Store(true)
+	}
+	return p.Prober.Probe(ctx, host, spec)
+}
+
+// TestAnApplyTheGateClosesMidwayFinishes: the gate is read once, before an
+// apply starts; closing it while the apply runs (here during the post-apply
+// probe, after the routes were written) does not stop the transaction
+// halfway: the revision commits whole, and the next revision waits.
+func TestAnApplyTheGateClosesMidwayFinishes(t *testing.T) {
+	nettest.RequireRoot(t)
+	t.Parallel()
+	cp := rtControlPlane(t)
+	h := rtNewHost(t)
+	a := rtNewAgent(t, cp, h, "midway-node")
+	path := filepath.Join(t.TempDir(), "gate")
+	writeGate(t, path, "open")
+	prober := &closingProber{path: path, t: t, Prober: a.engine.Probes}
+	a.engine.Probes = prober
+	a.rec.Gate = &gate.File{Path: path}
+	a.rtStart(t)
+	gtWatch(t, a)
+	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
+	gtApplied(t, cp.Client, a.node, "r1")
+
+	rtUpdateSpec(t, cp.Client, a.node, h.rtSpec("r2", 26))
+	gtApplied(t, cp.Client, a.node, "r2")
+	if !prober.closed.Load() {
+		t.Fatal("the gate was never closed during the apply: the test proves nothing")
+	}
+	rtAssertKernelRoute(t, h, 26)
+	nnt := rtGet(t, cp.Client, a.node)
+	rtCond(t, nnt, v1alpha1.ConditionVerified, metav1.ConditionTrue, "Verified")
+
+	rtUpdateSpec(t, cp.Client, a.node, h.rtSpec("r3", 28))
+	gtDeferred(t, cp.Client, a.node, "r3", "r2", gate.ReasonGateClosed)
+	rtAssertKernelRoute(t, h, 26)
 }
