@@ -169,6 +169,10 @@ func testGates(t *testing.T) {
 			p.Spec.Rollout.Canary = v1alpha1.CanarySpec{Vehicles: []string{"av-001"}}
 			p.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptr(int32(100))}}}
 			p.Spec.Rollout.Apply = &v1alpha1.ApplyPolicy{DeferredTimeout: &metav1.Duration{Duration: 20 * time.Second}}
+			// The defaults again (an earlier subtest shortened them): the
+			// plugin judges a vehicle by its status heartbeat, and a
+			// deferred vehicle's status is not rewritten while it waits.
+			p.Spec.Rollout.UnreachableAfter, p.Spec.Rollout.UnreachableTimeout = nil, nil
 		})
 		began := time.Now()
 		sawDeferred := false
