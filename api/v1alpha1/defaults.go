@@ -46,6 +46,14 @@ func (r *RolloutSpec) GetUnreachableTimeout() time.Duration {
 	return DefaultUnreachableTimeout
 }
 
+// GetApply is the rollout's apply policy (nil when none).
+func (r *RolloutSpec) GetApply() *ApplyPolicy {
+	if r == nil {
+		return nil
+	}
+	return r.Apply
+}
+
 // DefaultDeferredTimeout is applyPolicy.deferredTimeout's default.
 const DefaultDeferredTimeout = 30 * time.Minute
 

@@ -45,15 +45,19 @@ type HubAssignment struct {
 	// cluster reports a vehicle Unreachable by the same measure.
 	// +optional
 	UnreachableAfter *metav1.Duration `json:"unreachableAfter,omitempty"`
+	// apply is the hub profile's rollout.apply: when the cluster's vehicles
+	// may take a revision (their apply gates, maintenance windows).
+	// +optional
+	Apply *ApplyPolicy `json:"apply,omitempty"`
 }
 
 // Rollout is what a cluster's controller plans a hub's copy with: no
-// steps of its own, the hub's unreachableAfter.
+// steps of its own, the hub's unreachableAfter and apply policy.
 func (h *HubAssignment) Rollout() *RolloutSpec {
-	if h == nil || h.UnreachableAfter == nil {
+	if h == nil || (h.UnreachableAfter == nil && h.Apply == nil) {
 		return nil
 	}
-	return &RolloutSpec{UnreachableAfter: h.UnreachableAfter}
+	return &RolloutSpec{UnreachableAfter: h.UnreachableAfter, Apply: h.Apply}
 }
 
 // ClusterStatus is one managed cluster of a hub profile.

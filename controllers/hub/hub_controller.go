@@ -50,6 +50,7 @@ import (
 	"github.com/nettune/nettune/controllers/internal/round"
 	"github.com/nettune/nettune/controllers/planner"
 	"github.com/nettune/nettune/controllers/revision"
+	"github.com/nettune/nettune/internal/maintenance"
 )
 
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=managedclusters,verbs=get;list;watch
@@ -155,6 +156,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	base := p.DeepCopy()
+	if err := maintenance.Check(p.Spec.Rollout.GetApply()); err != nil {
+		// No vehicle of any cluster could open such a window: no work is
+		// written, and the profile says which field.
+		planner.Stall(&p.Status, p.Generation, "InvalidApplyPolicy", err.Error(), r.Now())
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidApplyPolicy", "Rollout", "%s", err.Error())
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.patchStatus(ctx, base, p))
+	}
 	out, taken, err := r.plan(ctx, p)
 	if err != nil {
 		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())

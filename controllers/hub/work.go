@@ -153,6 +153,12 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 	// applies there.
 	share = share.DeepCopy()
 	share.UnreachableAfter = &metav1.Duration{Duration: p.Spec.Rollout.GetUnreachableAfter()}
+	// The apply policy goes with it: the cluster's nodes wait for their
+	// gates and windows as the hub profile says (an edit of the policy
+	// rewrites every cluster's work).
+	if p.Spec.Rollout != nil && p.Spec.Rollout.Apply != nil {
+		share.Apply = p.Spec.Rollout.Apply.DeepCopy()
+	}
 	cp.Spec.HubAssignment = share
 	m, err := manifest(cp)
 	if err != nil {

@@ -109,6 +109,25 @@ func TestWork(t *testing.T) {
 	if revision.Name(cp) != own {
 		t.Errorf("the copy's revision %s, the hub's %s", revision.Name(cp), own)
 	}
+	if cp.Spec.HubAssignment.Apply != nil {
+		t.Errorf("a profile without an apply policy: the copy carries %+v", cp.Spec.HubAssignment.Apply)
+	}
+	// The hub profile's apply policy reaches the cluster with the share,
+	// and does not change the content's revision.
+	gated := p.DeepCopy()
+	gated.Spec.Rollout.Apply = &v1alpha1.ApplyPolicy{Gate: v1alpha1.ApplyGateRequired,
+		MaintenanceWindows: []v1alpha1.MaintenanceWindow{{Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: 4 * time.Hour}, TimeZone: "UTC"}}}
+	gw, err := Work(gated, "cluster-a", "nettune-system", share, contents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcp := &v1alpha1.NetTuningProfile{}
+	if err := json.Unmarshal(gw.Spec.Workload.Manifests[2].Raw, gcp); err != nil {
+		t.Fatal(err)
+	}
+	if a := gcp.Spec.HubAssignment.Rollout().GetApply(); a == nil || a.Gate != v1alpha1.ApplyGateRequired || len(a.MaintenanceWindows) != 1 || revision.Name(gcp) != own {
+		t.Errorf("the copy of a gated profile: apply %+v, revision %s (want %s)", a, revision.Name(gcp), own)
+	}
 	if fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths[0]; fb.Path != ".status.vehicleReport" || fb.Name != FeedbackName {
 		t.Errorf("feedback rule %+v", fb)
 	}

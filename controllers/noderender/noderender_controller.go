@@ -204,7 +204,11 @@ func (r *Reconciler) inputs(ctx context.Context, node *corev1.Node, nnt *v1alpha
 		}
 		in := render.Input{Profile: p.Name, Revision: rev, Spec: spec,
 			Rollback: p.Status.Phase == v1alpha1.PhaseRolledBack && rev == p.Status.StableRevision}
-		if p.Spec.Rollout != nil {
+		switch {
+		case p.Spec.HubAssignment != nil:
+			// A hub's copy: the hub's apply policy.
+			in.Apply = p.Spec.HubAssignment.Apply
+		case p.Spec.Rollout != nil:
 			in.Apply = p.Spec.Rollout.Apply
 		}
 		out = append(out, in)

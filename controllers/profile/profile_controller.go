@@ -165,14 +165,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	base := p.DeepCopy()
-	if p.Spec.Rollout != nil {
-		if err := maintenance.Check(p.Spec.Rollout.Apply); err != nil {
-			// No vehicle could open such a window: the rollout stops here,
-			// saying which field, until the profile changes.
-			planner.Stall(&p.Status, p.Generation, "InvalidApplyPolicy", err.Error(), r.Now())
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidApplyPolicy", "Rollout", "%s", err.Error())
-			return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.patchStatus(ctx, base, p))
-		}
+	ro := p.Spec.Rollout
+	if p.Spec.HubAssignment != nil {
+		ro = p.Spec.HubAssignment.Rollout() // a hub's copy: the hub's policy
+	}
+	if err := maintenance.Check(ro.GetApply()); err != nil {
+		// No vehicle could open such a window: the rollout stops here,
+		// saying which field, until the profile changes.
+		planner.Stall(&p.Status, p.Generation, "InvalidApplyPolicy", err.Error(), r.Now())
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidApplyPolicy", "Rollout", "%s", err.Error())
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.patchStatus(ctx, base, p))
 	}
 	started := r.Now()
 	out, emit, err := r.plan(ctx, p)
