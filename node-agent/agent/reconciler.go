@@ -212,19 +212,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 
 	pending := committed.Revision != nnt.Spec.Revision || !reflect.DeepEqual(normalize(committed), normalize(nnt.Spec))
 	gateState := r.gateState()
-	decision := gate.Decide(nnt.Spec.ApplyPolicy, gateState, r.now().Time, r.Location)
-	deferred := pending && !refused && !decision.Allowed
+	// Only an apply about to start is gated: the windows are read then.
+	var decision gate.Decision
+	deferred := false
+	if pending && !refused {
+		decision = gate.Decide(nnt.Spec.ApplyPolicy, gateState, r.now().Time, r.Location)
+		deferred = !decision.Allowed
+	}
 
 	var outcome Outcome
 	switch {
 	case refused:
 		outcome = refusedOutcome
-	case deferred:
-		// Held back: the revision in force stays, reported as such, and
-		// the Deferred condition says what the apply waits for.
-		outcome = Outcome{Revision: committed.Revision, Committed: true, Items: r.Engine.Observe(committed)}
-		r.deferredEvent(nnt, decision)
-	case pending:
+	case pending && !deferred:
 		outcome, err = r.Engine.Apply(ctx, nnt.Spec)
 		if err != nil {
 			r.Metrics.observe(outcome, err)
@@ -238,6 +238,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			r.mu.Unlock()
 		}
 	default:
+		if deferred {
+			// Held back: the revision in force stays, reported as such,
+			// and the Deferred condition says what the apply waits for.
+			r.deferredEvent(nnt, decision)
+		}
 		outcome = Outcome{Revision: committed.Revision, Committed: true, Items: r.Engine.Observe(committed)}
 	}
 	r.last = outcome
