@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/localcp"
 	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/test/framework/nettest"
@@ -48,6 +49,35 @@ func writeGate(t *testing.T, path, content string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// gtGateFile is a gate file in the test's temporary directory, holding
+// content.
+func gtGateFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gate")
+	writeGate(t, path, content)
+	return path
+}
+
+// gtAgent is the gate tests' start: a control plane, a host and an agent
+// named node, set up by configure (its gate, its clock, its prober) and
+// started, its gate watched when it has one, and revision r1 (cwnd 30)
+// applied; it returns r1's NodeNetTuning as the agent reported it.
+func gtAgent(t *testing.T, node string, configure func(*rtAgent)) (*localcp.ControlPlane, *rtHost, *rtAgent, *v1alpha1.NodeNetTuning) {
+	t.Helper()
+	cp := rtControlPlane(t)
+	h := rtNewHost(t)
+	a := rtNewAgent(t, cp, h, node)
+	if configure != nil {
+		configure(a)
+	}
+	a.rtStart(t)
+	if a.rec.Gate != nil {
+		gtWatch(t, a)
+	}
+	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
+	return cp, h, a, gtApplied(t, cp.Client, a.node, "r1")
 }
 
 // gtWatch runs the gate watcher as runAgent does, until the test ends.
@@ -128,17 +158,8 @@ func gtApplied(t *testing.T, c client.Client, node, revision string) *v1alpha1.N
 func TestAgentHoldsARevisionWhileItsGateIsClosed(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
-	cp := rtControlPlane(t)
-	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "gate-node")
-	path := filepath.Join(t.TempDir(), "gate")
-	writeGate(t, path, "open parked")
-	a.rec.Gate = &gate.File{Path: path}
-	a.rtStart(t)
-	gtWatch(t, a)
-
-	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
-	nnt := gtApplied(t, cp.Client, a.node, "r1")
+	path := gtGateFile(t, "open parked")
+	cp, h, a, nnt := gtAgent(t, "gate-node", func(a *rtAgent) { a.rec.Gate = &gate.File{Path: path} })
 	if g := nnt.Status.Gate; g == nil || g.State != v1alpha1.GateOpen || g.Reason != "parked" || g.PendingRevision != "" {
 		t.Errorf("status.gate %+v, want Open (parked), nothing pending", g)
 	}
@@ -196,12 +217,7 @@ func TestAgentHoldsARevisionWhileItsGateIsClosed(t *testing.T) {
 func TestAgentWithoutAGateHoldsWhatRequiresOne(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
-	cp := rtControlPlane(t)
-	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "nogate-node")
-	a.rtStart(t)
-	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
-	gtApplied(t, cp.Client, a.node, "r1")
+	cp, h, a, _ := gtAgent(t, "nogate-node", nil)
 	spec := h.rtSpec("r2", 26)
 	spec.ApplyPolicy = &v1alpha1.NodeApplyPolicy{Gate: v1alpha1.ApplyGateRequired}
 	rtUpdateSpec(t, cp.Client, a.node, spec)
@@ -214,25 +230,24 @@ func TestAgentWithoutAGateHoldsWhatRequiresOne(t *testing.T) {
 
 // TestAgentAppliesWhenItsWindowOpens: outside its maintenance window a
 // revision waits, the status naming when the window opens; the window opens
-// during the test (the agent's clock is set 3 s before it) and the revision
-// is applied without any other event.
+// during the test and the revision is applied without any other event. The
+// agent's clock stands an hour before the window until the wait is seen,
+// then 2 s before it: however slow the machine, the wait is observed before
+// the window opens, and the window opens by the clock alone.
 func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
-	cp := rtControlPlane(t)
-	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "window-node")
-	// The agent's clock: 3 s before the next 22:00 UTC.
 	wall := time.Now()
 	next := time.Date(wall.Year(), wall.Month(), wall.Day(), 22, 0, 0, 0, time.UTC)
 	if !next.After(wall) {
 		next = next.Add(24 * time.Hour)
 	}
-	offset := next.Add(-3 * time.Second).Sub(wall)
-	a.rec.Now = func() time.Time { return time.Now().Add(offset) }
-	a.rtStart(t)
-	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
-	gtApplied(t, cp.Client, a.node, "r1")
+	var offset atomic.Int64 // the agent's clock minus the wall clock
+	setClock := func(at time.Time) { offset.Store(int64(at.Sub(time.Now()))) }
+	setClock(next.Add(-time.Hour))
+	cp, h, a, _ := gtAgent(t, "window-node", func(a *rtAgent) {
+		a.rec.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
 
 	spec := h.rtSpec("r2", 26)
 	spec.ApplyPolicy = &v1alpha1.NodeApplyPolicy{Windows: []v1alpha1.ProfileWindows{{Profile: "night",
@@ -242,6 +257,8 @@ func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 	if w := nnt.Status.Gate.NextWindow; w == nil || !w.Time.Equal(next) {
 		t.Errorf("status.gate.nextWindow %v, want %s", w, next)
 	}
+	rtAssertKernelRoute(t, h, 30)
+	setClock(next.Add(-2 * time.Second))
 	gtApplied(t, cp.Client, a.node, "r2")
 	rtAssertKernelRoute(t, h, 26)
 	if at := a.rec.Now(); at.Before(next) {
@@ -273,18 +290,13 @@ func (p *closingProber) Probe(ctx context.Context, host *kernel.Handle, spec v1a
 func TestAnApplyTheGateClosesMidwayFinishes(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
-	cp := rtControlPlane(t)
-	h := rtNewHost(t)
-	a := rtNewAgent(t, cp, h, "midway-node")
-	path := filepath.Join(t.TempDir(), "gate")
-	writeGate(t, path, "open")
-	prober := &closingProber{path: path, t: t, Prober: a.engine.Probes}
-	a.engine.Probes = prober
-	a.rec.Gate = &gate.File{Path: path}
-	a.rtStart(t)
-	gtWatch(t, a)
-	rtCreate(t, cp.Client, a.node, h.rtSpec("r1", 30))
-	gtApplied(t, cp.Client, a.node, "r1")
+	path := gtGateFile(t, "open")
+	var prober *closingProber
+	cp, h, a, _ := gtAgent(t, "midway-node", func(a *rtAgent) {
+		prober = &closingProber{path: path, t: t, Prober: a.engine.Probes}
+		a.engine.Probes = prober
+		a.rec.Gate = &gate.File{Path: path}
+	})
 
 	rtUpdateSpec(t, cp.Client, a.node, h.rtSpec("r2", 26))
 	gtApplied(t, cp.Client, a.node, "r2")
