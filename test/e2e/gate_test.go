@@ -19,7 +19,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,17 +84,12 @@ func vehicleVerified(t *testing.T, vehicle, rev string) bool {
 func gateClosedOnAgents(vehicle string) error {
 	for _, h := range f.Vehicles[vehicle].Hosts {
 		node := fleet.NodeName(vehicle, h.Name)
-		resp, err := http.Get("http://" + f.AgentMetrics(node) + "/metrics")
+		body, err := httpGet(context.Background(), http.DefaultClient, "http://"+f.AgentMetrics(node)+"/metrics", nil)
 		if err != nil {
 			return err
 		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if l := gaugeLine(string(b), "nettune_agent_apply_gate_open"); !strings.HasSuffix(l, " 0") {
-			return fmt.Errorf("%s: %s", node, gaugeLine(string(b), "nettune_agent_apply_gate_open"))
+		if l := gaugeLine(body, "nettune_agent_apply_gate_open"); !strings.HasSuffix(l, " 0") {
+			return fmt.Errorf("%s: %s", node, l)
 		}
 	}
 	return nil
