@@ -243,7 +243,7 @@ func TestAgentAppliesWhenItsWindowOpens(t *testing.T) {
 		next = next.Add(24 * time.Hour)
 	}
 	var offset atomic.Int64 // the agent's clock minus the wall clock
-	setClock := func(at time.Time) { offset.Store(int64(at.Sub(time.Now()))) }
+	setClock := func(at time.Time) { offset.Store(int64(time.Until(at))) }
 	setClock(next.Add(-time.Hour))
 	cp, h, a, _ := gtAgent(t, "window-node", func(a *rtAgent) {
 		a.rec.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
