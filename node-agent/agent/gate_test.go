@@ -283,11 +283,11 @@ func (p *closingProber) Probe(ctx context.Context, host *kernel.Handle, spec v1a
 	return p.Prober.Probe(ctx, host, spec)
 }
 
-// TestAnApplyTheGateClosesMidwayFinishes: the gate is read once, before an
+// TestAgentFinishesAnApplyTheGateClosesMidway: the gate is read once, before an
 // apply starts; closing it while the apply runs (here during the post-apply
 // probe, after the routes were written) does not stop the transaction
 // halfway: the revision commits whole, and the next revision waits.
-func TestAnApplyTheGateClosesMidwayFinishes(t *testing.T) {
+func TestAgentFinishesAnApplyTheGateClosesMidway(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
 	path := gtGateFile(t, "open")
