@@ -328,6 +328,17 @@ type KernelFeatures struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	NodeCounters []NodeCounter `json:"nodeCounters,omitempty"`
+	// estimatedCounters are counters the agent estimates where the kernel
+	// has no exact one, and the method of each: rto_episodes, the
+	// retransmission timeouts per peer (nettune_tcp_rto_episodes_total) on
+	// kernels without tcpi_total_rto (before 6.7). An analysis on
+	// nettune_tcp_rto_timeouts_total falls back to it where a vehicle's
+	// kernel lacks tcpi_total_rto and every such node reports it.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	EstimatedCounters []NodeCounter `json:"estimatedCounters,omitempty"`
 }
 
 // NodeCounter is a node-level TCP counter of a kernel.
@@ -357,6 +368,22 @@ const (
 	// NodeCounterDSACKOfoRecv is TcpExt TCPDSACKOfoRecv.
 	NodeCounterDSACKOfoRecv = "TCPDSACKOfoRecv"
 )
+
+// EstimateRTOEpisodes is the agent's estimate of retransmission timeouts
+// per peer (KernelFeatures.estimatedCounters), exported as
+// nettune_tcp_rto_episodes_total.
+const EstimateRTOEpisodes = "rto_episodes"
+
+// ProvidesEstimate reports whether the node's agent reports the estimated
+// counter.
+func (k *KernelFeatures) ProvidesEstimate(name string) bool {
+	for _, c := range k.EstimatedCounters {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
 
 // ProvidesNodeCounter reports whether the kernel has the node-level counter.
 func (k *KernelFeatures) ProvidesNodeCounter(name string) bool {

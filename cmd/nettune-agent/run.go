@@ -48,6 +48,7 @@ import (
 	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
 	"github.com/nettune/nettune/node-agent/gate"
+	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/latency"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -59,6 +60,7 @@ type runOptions struct {
 	probePort   int
 	heartbeat   time.Duration
 	resync      time.Duration
+	rtoPoll     time.Duration
 	leaseNS     string
 	leaseRenew  time.Duration
 
@@ -115,6 +117,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.leaseNS, "lease-namespace", defaultLeaseNamespace(), "namespace of the agent's Lease (named after the node; the controller's namespace), default $POD_NAMESPACE or nettune-system")
 	fs.DurationVar(&o.leaseRenew, "lease-renew", v1alpha1.DefaultAgentLeaseRenew, "renew the agent's Lease this often (keep it well below the profiles' unreachableAfter, default 2m); 0 keeps no Lease and heartbeats through the status instead (set --heartbeat below unreachableAfter then)")
 	fs.DurationVar(&o.resync, "resync", 30*time.Second, "re-check the host for drift at least this often")
+	fs.DurationVar(&o.rtoPoll, "rto-poll-interval", agent.DefaultRTOPollInterval, "poll sock_diag and TcpExt TCPTimeouts this often for nettune_tcp_rto_episodes_total, the per-peer estimate of retransmission timeouts on kernels without tcpi_total_rto (before 6.7); 0 disables it (docs/kernels.md)")
 	fs.StringVar(&o.vehicle, "vehicle", "", "the vehicle this node belongs to: the vehicle label of the probe's metrics and of everything shipped to Loki")
 	fs.StringVar(&o.vehicleLabel, "vehicle-from-node-label", "", "when --vehicle is not set, read the vehicle from this label of the node's Node object (e.g. nettune.io/vehicle), remembered in the state directory for starts without the API server")
 	fs.StringVar(&o.host, "host", "", "this node's host name inside its vehicle (value of the host label, e.g. xavier-b): the host label of the probe's metrics and samples, so analyses compare host pairs (host -> peer) across vehicles")
@@ -142,6 +145,9 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) error {
 	if o.node == "" {
 		return errors.New("--node is required")
+	}
+	if o.rtoPoll < 0 {
+		return fmt.Errorf("--rto-poll-interval (%s) must be at least 0", o.rtoPoll)
 	}
 	if o.heartbeat <= 0 || o.resync <= 0 || o.leaseRenew < 0 {
 		return fmt.Errorf("--heartbeat (%s) and --resync (%s) must be above 0, --lease-renew (%s) at least 0", o.heartbeat, o.resync, o.leaseRenew)
@@ -268,6 +274,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		})
 	}
 
+	if o.rtoPoll > 0 {
+		features.EstimatedCounters = []kernel.NodeCounter{{Name: agent.EstimateRTOEpisodes, Meaning: agent.RTOEpisodesMeaning(o.rtoPoll, features.Release)}}
+	}
 	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now, Kernel: &features}
 	if shipper != nil {
 		r.Logs = shipper // the LogsShipped condition
@@ -281,6 +290,9 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	// vehicle with or without the latency probe, and analyses group the TCP
 	// guard counters by host pair (host, peer) as they do the probe's.
 	r.Metrics = agent.NewMetricsFor(metrics.Registry, agent.MetricLabels{Node: o.node, Vehicle: o.vehicle, Host: o.host}, e)
+	if o.rtoPoll > 0 {
+		goBackground(func() { r.Metrics.RunRTOEpisodes(runCtx, e, o.rtoPoll) })
+	}
 	go func() {
 		if err := e.WatchDrift(ctx, o.resync, 50*time.Millisecond, func(n int) {
 			r.Metrics.DriftRepairs.Add(float64(n))

@@ -178,6 +178,7 @@ func kernelFeatures(f kernel.Features) *v1alpha1.KernelFeatures {
 		TCPInfoCounters:    slices.Clone(f.TCPInfoCounters[:min(len(f.TCPInfoCounters), maxTCPInfoCounters)]),
 		CongestionControls: slices.Clone(f.CongestionControls[:min(len(f.CongestionControls), maxCongestionControls)]),
 		NodeCounters:       nodeCounters(f.NodeCounters),
+		EstimatedCounters:  nodeCounters(f.EstimatedCounters),
 	}
 }
 

@@ -17,10 +17,12 @@ limitations under the License.
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,6 +40,19 @@ type Metrics struct {
 	Deferred prometheus.Gauge
 	// GateOpen is 0 while the vehicle's apply gate is closed.
 	GateOpen prometheus.Gauge
+	// RTOEpisodes estimates RTOs per peer for
+	// nettune_tcp_rto_episodes_total: exported once it runs (RunRTOEpisodes).
+	RTOEpisodes *RTOPoller
+}
+
+// RunRTOEpisodes polls the engine's namespace for the estimate of
+// nettune_tcp_rto_episodes_total every interval until ctx ends.
+func (m *Metrics) RunRTOEpisodes(ctx context.Context, engine *Engine, interval time.Duration) {
+	if m == nil || engine == nil || engine.Host == nil {
+		return
+	}
+	m.RTOEpisodes.Interval = interval
+	m.RTOEpisodes.Run(ctx, engine.Host)
 }
 
 // ApplyResults are the values of nettune_agent_applies_total's result label.
@@ -92,7 +107,10 @@ func NewMetricsFor(reg prometheus.Registerer, l MetricLabels, engine *Engine) *M
 	m.Deferred = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nettune_agent_apply_deferred", Help: "1 while a new revision waits for the vehicle's apply gate or a maintenance window.", ConstLabels: labels})
 	m.GateOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: "nettune_agent_apply_gate_open", Help: "0 while the vehicle's apply gate is closed (1 when open or not configured).", ConstLabels: labels})
 	m.GateOpen.Set(1)
-	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, m.Deferred, m.GateOpen, newSpecCollector(l, engine))
+	m.RTOEpisodes = &RTOPoller{Interval: DefaultRTOPollInterval}
+	sc := newSpecCollector(l, engine)
+	sc.rtoPoller = m.RTOEpisodes
+	reg.MustRegister(m.Applies, m.Reverts, m.DriftRepairs, m.ApplyDuration, m.Deferred, m.GateOpen, sc)
 	return m
 }
 
@@ -138,6 +156,10 @@ type specCollector struct {
 
 	rtt, rto, cwnd, sockets       *prometheus.Desc
 	retrans, rtos, dsack, segsOut *prometheus.Desc
+	episodes                      *prometheus.Desc
+	// rtoPoller holds the estimate of nettune_tcp_rto_episodes_total;
+	// nil or not yet polled: not exported.
+	rtoPoller *RTOPoller
 	// nodeCounters are the nettune_node_tcpext_*_total metrics, one per
 	// kernel.NodeCounterDefs entry, in that order.
 	nodeCounters []*prometheus.Desc
@@ -176,12 +198,13 @@ func newSpecCollector(l MetricLabels, engine *Engine) *specCollector {
 		retrans:      desc("nettune_tcp_retrans_segments_total", "Segments retransmitted to the destination (tcpi_total_retrans)."+accumulatedHelp),
 		rtos:         desc("nettune_tcp_rto_timeouts_total", "Retransmission timeouts of the connections to the destination (tcpi_total_rto; Linux 6.7+): a guard on rto_min, each one a message waiting at least rto_min."+accumulatedHelp),
 		dsack:        desc("nettune_tcp_dsack_dups_total", "Segments the peer received twice (D-SACK, tcpi_dsack_dups; Linux 4.19+): spurious retransmissions, a guard on rto_min below the delayed-ACK time."+accumulatedHelp),
+		episodes:     desc("nettune_tcp_rto_episodes_total", rtoEpisodesHelp),
 		segsOut:      desc("nettune_tcp_segments_out_total", "Segments sent to the destination (tcpi_segs_out: in MSS units, retransmissions and pure ACKs included; Linux 4.2+), the denominator of the guards."+accumulatedHelp),
 	}
 }
 
 func (c *specCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRevision, c.rtt, c.rto, c.cwnd, c.sockets, c.retrans, c.rtos, c.dsack, c.segsOut} {
+	for _, d := range []*prometheus.Desc{descRevision, c.rtt, c.rto, c.cwnd, c.sockets, c.retrans, c.rtos, c.dsack, c.segsOut, c.episodes} {
 		ch <- d
 	}
 	for _, d := range c.nodeCounters {
@@ -237,6 +260,8 @@ func socketKey(s kernel.TCPSocketInfo) tcpSocketKey {
 // tcpCounts are the guard counters of a socket, or the totals of a series.
 type tcpCounts struct {
 	retrans, rtos, dsack, segsOut uint64
+	// episodes is the series' share of the RTO estimate (totals only).
+	episodes float64
 }
 
 func socketCounts(s kernel.TCPSocketInfo) tcpCounts {
@@ -274,6 +299,9 @@ type tcpTotals struct {
 	// The kernel's tcp_info carries tcpi_total_rto, tcpi_dsack_dups and
 	// tcpi_segs_out: learned from any socket of the namespace.
 	hasRTO, hasDSACK, hasSegsOut bool
+	// episodes are the RTO poller's per-peer totals at the last scrape;
+	// nil before the first scrape that read them.
+	episodes map[netip.Addr]float64
 }
 
 // tcpRoute is a route of the spec as the nettune_tcp_* metrics see it.
@@ -328,6 +356,7 @@ func (c *specCollector) collectTCPInfo(ch chan<- prometheus.Metric, spec v1alpha
 	c.tcp.totals = totals
 	if len(routes) == 0 || c.engine.Host == nil {
 		c.tcp.socks = nil
+		c.tcp.episodes = nil
 		return
 	}
 
@@ -357,6 +386,7 @@ func (c *specCollector) collectTCPInfo(ch chan<- prometheus.Metric, spec v1alpha
 		}
 		c.tcp.socks = seen
 	}
+	polled := c.collectEpisodes(routes, totals)
 
 	for _, r := range routes {
 		labels := []string{c.node, r.key.destination, r.key.peer, r.key.profile, r.key.revision}
@@ -390,7 +420,39 @@ func (c *specCollector) collectTCPInfo(ch chan<- prometheus.Metric, spec v1alpha
 		if c.tcp.hasSegsOut {
 			ch <- prometheus.MustNewConstMetric(c.segsOut, prometheus.CounterValue, float64(t.segsOut), labels...)
 		}
+		if polled {
+			ch <- prometheus.MustNewConstMetric(c.episodes, prometheus.CounterValue, t.episodes, labels...)
+		}
 	}
+}
+
+// collectEpisodes adds to the totals of every route what the RTO poller
+// estimated for the peers in its destination since the previous scrape,
+// and reports whether the poller runs. Like the socket counters, the first
+// scrape only records where the estimate stands.
+func (c *specCollector) collectEpisodes(routes []tcpRoute, totals map[tcpSeriesKey]*tcpCounts) bool {
+	if c.rtoPoller == nil {
+		return false
+	}
+	if _, _, _, polls := c.rtoPoller.Stats(); polls == 0 {
+		return false
+	}
+	cur := c.rtoPoller.Totals()
+	if c.tcp.episodes != nil {
+		for peer, v := range cur {
+			d := v - c.tcp.episodes[peer]
+			if d <= 0 {
+				continue
+			}
+			for _, r := range routes {
+				if r.dst.Contains(peer.AsSlice()) {
+					totals[r.key].episodes += d
+				}
+			}
+		}
+	}
+	c.tcp.episodes = cur
+	return true
 }
 
 // collectNodeCounters reports the node-level TcpExt counters of the agent's

@@ -48,6 +48,10 @@ type Features struct {
 	// the handle's namespace has (/proc/net/netstat), with their meaning
 	// on this kernel.
 	NodeCounters []NodeCounter
+	// EstimatedCounters are counters the agent estimates where the kernel
+	// has no exact one (rto_episodes: RTOs per peer before tcpi_total_rto),
+	// with their method; set by the agent, not probed.
+	EstimatedCounters []NodeCounter
 }
 
 // ProbeFeatures learns what the kernel provides: uname, the congestion

@@ -71,7 +71,7 @@ func NodeCounters(release string, counters map[string]int64) []NodeCounter {
 			continue
 		}
 		m := d.Meaning
-		if d.Name == "TCPTimeouts" && timeoutsFirstRTOOnly(release) {
+		if d.Name == "TCPTimeouts" && TimeoutsFirstRTOOnly(release) {
 			m += "; on this kernel (4.9 before 4.9.207) only the first timeout of an episode and only from the Open state: it undercounts"
 		}
 		out = append(out, NodeCounter{Name: d.Name, Meaning: m})
@@ -79,12 +79,12 @@ func NodeCounters(release string, counters map[string]int64) []NodeCounter {
 	return out
 }
 
-// timeoutsFirstRTOOnly reports whether release is a 4.9 kernel before
+// TimeoutsFirstRTOOnly reports whether release is a 4.9 kernel before
 // 4.9.207, whose TCPTimeouts counted only the first RTO from the Open state
 // (tcp_retransmit_timer counted it only when icsk_retransmits was 0 and the
 // socket was in neither Recovery, Loss nor Disorder and had no SACKed
 // data).
-func timeoutsFirstRTOOnly(release string) bool {
+func TimeoutsFirstRTOOnly(release string) bool {
 	v := strings.SplitN(release, ".", 3)
 	if len(v) < 3 || v[0] != "4" || v[1] != "9" {
 		return false

@@ -60,12 +60,19 @@ type TCPSocketInfo struct {
 	CongestionControl string
 
 	// From struct tcp_info. Windows are in packets.
-	SndCwnd      uint32
-	SndSsthresh  uint32
-	RTT          time.Duration
-	RTTVar       time.Duration
-	RTO          time.Duration
-	Retransmits  uint8  // current consecutive retransmissions (tcpi_retransmits)
+	SndCwnd     uint32
+	SndSsthresh uint32
+	RTT         time.Duration
+	RTTVar      time.Duration
+	RTO         time.Duration
+	Retransmits uint8 // current consecutive retransmissions (tcpi_retransmits)
+	// CAState is the congestion-avoidance state (tcpi_ca_state): 0 Open,
+	// 1 Disorder, 2 CWR, 3 Recovery, 4 Loss (entered at a retransmission
+	// timeout). Every kernel.
+	CAState uint8
+	// Backoff is the exponential backoff of the retransmission timer
+	// (tcpi_backoff): raised at each timeout, reset by an RTT sample.
+	Backoff      uint8
 	Retrans      uint32 // segments retransmitted and not yet acknowledged
 	TotalRetrans uint32
 	Lost         uint32
@@ -231,7 +238,9 @@ func parseTCPInfo(b []byte, s *TCPSocketInfo) {
 	s.HasInfo = true
 	at := func(off int) uint32 { return nativeEndian.Uint32(b[off:]) }
 	us := func(off int) time.Duration { return time.Duration(at(off)) * time.Microsecond }
+	s.CAState = b[1]
 	s.Retransmits = b[2]
+	s.Backoff = b[4]
 	s.RTO = us(8)
 	s.SndMSS = at(16)
 	s.Lost = at(32)
