@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,6 +146,10 @@ func Measure(ctx context.Context, q Querier, profile string, spec *v1alpha1.Anal
 
 func measureSettled(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, canary, baseline Cohort, at time.Time) Measurement {
 	spec, fallback := withNodeFallback(spec, canary, baseline)
+	spec, estimate := withRTOEstimate(spec, canary, baseline)
+	if estimate != "" {
+		fallback = strings.Join(slices.DeleteFunc([]string{fallback, estimate}, func(s string) bool { return s == "" }), "; ")
+	}
 	m := measureChecked(ctx, q, profile, spec, canary, baseline, at)
 	if fallback != "" {
 		m.Message = fallback + ": " + m.Message

@@ -44,6 +44,21 @@ var counterMetrics = []counterUse{
 		fallback: v1alpha1.NodeCounterTimeouts, fallbackMetric: "nettune_node_tcpext_timeouts_total"},
 }
 
+// estimateMetrics are the agent's metrics of estimated counters
+// (status.kernel.estimatedCounters): an analysis reading one is checked
+// against what each node's agent reported; an agent that reports none does
+// not export it (its absent series would read as zero).
+var estimateMetrics = []counterUse{
+	{metric: rtoEpisodesMetric, counter: v1alpha1.EstimateRTOEpisodes, estimate: true},
+}
+
+// rtoTimeoutsMetric is the exact per-pair RTO count (tcpi_total_rto, 6.7+)
+// and rtoEpisodesMetric its estimate on every kernel, with the same labels.
+const (
+	rtoTimeoutsMetric = "nettune_tcp_rto_timeouts_total"
+	rtoEpisodesMetric = "nettune_tcp_rto_episodes_total"
+)
+
 // nodeCounterMetrics are the agent's metrics of node-level TcpExt counters
 // (node-agent/kernel.NodeCounterDefs): an analysis reading one is checked
 // against the node counters each kernel reported.
@@ -71,6 +86,9 @@ type NodeKernel struct {
 type counterUse struct {
 	metric, counter string
 	node            bool
+	// estimate: counter is an estimate the agent reports in
+	// estimatedCounters.
+	estimate bool
 	// fallback is the node-level TcpExt counter that counts the same per
 	// node, and fallbackMetric the agent's metric of it; "" when none.
 	fallback, fallbackMetric string
@@ -80,6 +98,9 @@ type counterUse struct {
 // known: a kernel reported without node counters (an older agent) is not
 // checked for them.
 func (u counterUse) provides(k *v1alpha1.KernelFeatures) (has, known bool) {
+	if u.estimate {
+		return k.ProvidesEstimate(u.counter), true
+	}
 	if !u.node {
 		return k.Provides(u.counter), true
 	}
@@ -93,6 +114,9 @@ func (u counterUse) provides(k *v1alpha1.KernelFeatures) (has, known bool) {
 func (u counterUse) name() string {
 	if u.node {
 		return "TcpExt " + u.counter
+	}
+	if u.estimate {
+		return "the agent's estimate " + u.counter
 	}
 	return u.counter
 }
@@ -111,7 +135,7 @@ func requiredCounters(spec *v1alpha1.AnalysisSpec) []counterUse {
 		}
 	}
 	var uses []counterUse
-	for _, cm := range slices.Concat(counterMetrics, nodeCounterMetrics) {
+	for _, cm := range slices.Concat(counterMetrics, nodeCounterMetrics, estimateMetrics) {
 		if slices.ContainsFunc(queries, func(q string) bool { return namesMetric(q, cm.metric) }) {
 			uses = append(uses, cm)
 		}
@@ -294,4 +318,83 @@ func withNodeFallback(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1
 	nf = fb.Judge.NodeFallback
 	fb.Judge.SlowQuery, fb.Judge.TotalQuery, fb.Judge.IntervalQuery = nf.SlowQuery, nf.TotalQuery, nf.IntervalQuery
 	return fb, fmt.Sprintf("per node, not per pair, on %s (%s)", strings.Join(lines, ", "), describeGaps(gaps))
+}
+
+// withRTOEstimate is spec with nettune_tcp_rto_timeouts_total replaced by
+// nettune_tcp_rto_episodes_total in every query when a vehicle of either
+// cohort runs a kernel without tcpi_total_rto (before 6.7) and every node
+// of both cohorts reports the estimate (status.kernel.estimatedCounters):
+// both cohorts then read the estimate, like with like, and the message
+// says so. Otherwise spec as it is and "" (the kernel check then makes the
+// canary unmeasurable, naming the counter and the kernel).
+func withRTOEstimate(spec *v1alpha1.AnalysisSpec, canary, baseline Cohort) (*v1alpha1.AnalysisSpec, string) {
+	queries := []*string{&spec.Query, spec.SamplesQuery}
+	if j := spec.Judge; j != nil {
+		queries = append(queries, &j.SlowQuery, &j.TotalQuery, j.IntervalQuery)
+	}
+	reads := false
+	for _, q := range queries {
+		if q != nil && namesMetric(*q, rtoTimeoutsMetric) {
+			reads = true
+		}
+	}
+	if !reads {
+		return spec, ""
+	}
+	rto := []counterUse{{metric: rtoTimeoutsMetric, counter: v1alpha1.CounterTotalRTO}}
+	cg, _ := kernelGaps(rto, canary)
+	bg, _ := kernelGaps(rto, baseline)
+	gaps := append(cg, bg...)
+	if len(gaps) == 0 {
+		return spec, ""
+	}
+	est := estimateMetrics[:1]
+	if g, _ := kernelGaps(est, canary); len(g) > 0 {
+		return spec, ""
+	}
+	if g, _ := kernelGaps(est, baseline); len(g) > 0 {
+		return spec, ""
+	}
+	var lines []string
+	for _, g := range gaps {
+		if l := kernelLine(g.release); !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	out := spec.DeepCopy()
+	oq := []*string{&out.Query, out.SamplesQuery}
+	if j := out.Judge; j != nil {
+		oq = append(oq, &j.SlowQuery, &j.TotalQuery, j.IntervalQuery)
+		if nf := j.NodeFallback; nf != nil {
+			oq = append(oq, &nf.SlowQuery, &nf.TotalQuery, nf.IntervalQuery)
+		}
+	}
+	for _, q := range oq {
+		if q != nil {
+			*q = replaceMetric(*q, rtoTimeoutsMetric, rtoEpisodesMetric)
+		}
+	}
+	return out, fmt.Sprintf("RTOs estimated (%s, polled sock_diag and TcpExt TCPTimeouts: not the exact count), for both cohorts, on %s (%s)",
+		rtoEpisodesMetric, strings.Join(lines, ", "), describeGaps(gaps))
+}
+
+// replaceMetric replaces metric, where query names it as a whole
+// identifier, by with.
+func replaceMetric(query, metric, with string) string {
+	var b strings.Builder
+	for i := 0; ; {
+		j := strings.Index(query[i:], metric)
+		if j < 0 {
+			b.WriteString(query[i:])
+			return b.String()
+		}
+		start, end := i+j, i+j+len(metric)
+		b.WriteString(query[i:start])
+		if (start == 0 || !identByte(query[start-1])) && (end == len(query) || !identByte(query[end])) {
+			b.WriteString(with)
+		} else {
+			b.WriteString(metric)
+		}
+		i = end
+	}
 }

@@ -58,11 +58,11 @@ type RTOPoller struct {
 
 // Poll takes one poll of src.
 func (p *RTOPoller) Poll(src rtoSource) error {
-	c, cerr := src.ReadTCPCounters()
-	socks, err := src.TCPSockets(nil)
+	socks, err := src.TCPSockets(nil) // first, then the counters (kernel.RTOEstimator)
 	if err != nil {
 		return fmt.Errorf("rto episodes: %w", err)
 	}
+	c, cerr := src.ReadTCPCounters()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, has := c.All["TcpExt.TCPTimeouts"]

@@ -37,8 +37,12 @@ const TCPCALoss = 4
 // is shared among the sockets whose tcpi_total_retrans rose in the interval
 // (a timeout always retransmits), in proportion to what each retransmitted;
 // with one peer retransmitting it all goes to that peer. An increase no
-// socket can take (the sockets that timed out closed before the poll) is
-// counted in Unattributed.
+// socket can take waits one poll (a timeout between the dump and the
+// counters' read shows its retransmission in the next dump); then it is
+// counted in Unattributed (the sockets that timed out closed before a poll
+// saw them retransmit).
+//
+// Each poll must dump the sockets first and read TCPTimeouts after.
 //
 // The state fields are transient on 5.10 and 6.1: tcp_ack resets
 // icsk_retransmits as soon as snd_una advances, tcp_ack_update_rtt resets
@@ -55,9 +59,11 @@ type RTOEstimator struct {
 	// Totals are the estimated timeouts per peer address since the first
 	// poll (the first poll only records).
 	Totals map[netip.Addr]float64
-	// Unattributed are TCPTimeouts increases that no socket of the poll had
-	// retransmitted for.
+	// Unattributed are TCPTimeouts increases that no socket of the poll or
+	// the next had retransmitted for.
 	Unattributed float64
+	// carry is the last poll's increase no socket retransmitted for.
+	carry float64
 	// Direct and Attributed split the estimate by how it was found: seen in
 	// a socket's state, or shared out from TCPTimeouts.
 	Direct, Attributed float64
@@ -121,6 +127,17 @@ func (e *RTOEstimator) Observe(socks []TCPSocketInfo, timeouts uint64, hasTimeou
 		return
 	}
 	rest := max(deltaT-direct, 0)
+	if retrans == 0 {
+		e.Unattributed += e.carry
+		e.carry = rest
+		e.Direct += direct
+		for _, c := range cands {
+			e.Totals[c.peer] += c.direct
+		}
+		return
+	}
+	rest += e.carry
+	e.carry = 0
 	for _, c := range cands {
 		est := c.direct
 		if rest > 0 && retrans > 0 {
@@ -131,12 +148,13 @@ func (e *RTOEstimator) Observe(socks []TCPSocketInfo, timeouts uint64, hasTimeou
 		}
 	}
 	e.Direct += direct
-	if retrans > 0 {
-		e.Attributed += rest
-	} else {
-		e.Unattributed += rest
-	}
+	e.Attributed += rest
 }
+
+// Pending is the TCPTimeouts increase of the last poll that no socket had
+// retransmitted for: the next poll attributes it, or counts it
+// unattributed.
+func (e *RTOEstimator) Pending() float64 { return e.carry }
 
 // rtoSeen is how many timeouts a socket's state shows between two polls:
 // the rise of tcpi_retransmits (or all of it when it fell to a new,

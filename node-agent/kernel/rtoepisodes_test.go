@@ -53,21 +53,33 @@ func TestRTOEstimator(t *testing.T) {
 	if e.Totals[b] != 4.5 || e.Totals[c] != 1.5 {
 		t.Fatalf("shared: totals %v, want b 4.5, c 1.5", e.Totals)
 	}
-	// Socket 2 closed with a timeout no open socket retransmitted for.
+	// Socket 2 closed with a timeout no open socket retransmitted for: it
+	// waits one poll, then counts as unattributed.
 	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 15)}, 107, true)
-	if e.Unattributed != 1 || e.Totals[b] != 4.5 {
+	if e.Pending() != 1 || e.Unattributed != 0 {
+		t.Fatalf("closed socket: pending %v unattributed %v", e.Pending(), e.Unattributed)
+	}
+	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 15)}, 107, true)
+	if e.Unattributed != 1 || e.Pending() != 0 || e.Totals[b] != 4.5 {
 		t.Fatalf("closed socket: unattributed %v totals %v", e.Unattributed, e.Totals)
+	}
+	// A timeout between the dump and the counters: its retransmission
+	// shows in the next poll, which attributes it.
+	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 15)}, 108, true)
+	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 16)}, 108, true)
+	if e.Totals[b] != 5.5 || e.Unattributed != 1 {
+		t.Fatalf("late retransmission: totals %v unattributed %v", e.Totals, e.Unattributed)
 	}
 	// A new socket seen for the first time in Loss after one timeout
 	// (a SYN or data timeout since it opened): counted from zero.
-	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 15), rtoSockAt(3, "10.0.0.3", 1, 1, TCPCALoss, 1)}, 108, true)
+	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 16), rtoSockAt(3, "10.0.0.3", 1, 1, TCPCALoss, 1)}, 109, true)
 	if e.Totals[c] != 2.5 {
 		t.Fatalf("new socket: totals %v, want c 2.5", e.Totals)
 	}
 	// Without TCPTimeouts only the state counts; a backoff raised by a
 	// zero-window probe (nothing retransmitted) does not.
-	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 2, 0, 15), rtoSockAt(3, "10.0.0.3", 0, 2, TCPCALoss, 2)}, 0, false)
-	if e.Totals[b] != 4.5 || e.Totals[c] != 3.5 {
-		t.Fatalf("state only: totals %v, want b 4.5 (probe backoff not counted), c 3.5", e.Totals)
+	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 2, 0, 16), rtoSockAt(3, "10.0.0.3", 0, 2, TCPCALoss, 2)}, 0, false)
+	if e.Totals[b] != 5.5 || e.Totals[c] != 3.5 {
+		t.Fatalf("state only: totals %v, want b 5.5 (probe backoff not counted), c 3.5", e.Totals)
 	}
 }
