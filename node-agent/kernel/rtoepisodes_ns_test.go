@@ -94,7 +94,7 @@ type rtoCase struct {
 	// at once mostly, one time in five reading it only after a pause of
 	// every to twice every (its ACK waits: delayed), and the next request
 	// follows the answer.
-	echo bool
+	echo  bool
 	conns int
 	dur   time.Duration
 	// band is how far the estimate of the whole namespace may be from the
