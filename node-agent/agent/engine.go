@@ -407,10 +407,18 @@ func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, routes []desired
 
 // prime re-creates the tcp_metrics cache entry of every peer route after a
 // change: connections take a locked cwnd only from that cache, so without it
-// the first connection after a flush would run unclamped. Failures are left
-// to the connect probe to judge.
+// the first connection after a flush would run unclamped. The entry is read
+// back and re-made until it carries the route's locked cwnd and ssthresh
+// (kernel.Handle.PrimeTCPMetrics): a connection closing under the old route
+// between the flush and the prime would otherwise leave it unclamped for an
+// hour. An entry that stays wrong is logged as an error; failures to reach
+// the peer are left to the connect probe to judge.
 func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 	for _, r := range spec.Routes {
+		var want kernel.TCPMetricsWant
+		if rs, err := routeSpec(r); err == nil {
+			want = kernel.WantTCPMetrics(rs.Metrics)
+		}
 		for _, p := range spec.Peers {
 			if p.Host != r.Peer || p.ProbePort == 0 {
 				continue
@@ -420,14 +428,21 @@ func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 			if r.Source != "" {
 				src = net.ParseIP(r.Source)
 			}
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			if err := e.Host.PrimeTCPMetrics(pctx, addr, src); err != nil {
+			pctx, cancel := context.WithTimeout(ctx, primeTimeout)
+			err := e.Host.PrimeTCPMetrics(pctx, addr, src, want)
+			cancel()
+			switch {
+			case errors.Is(err, kernel.ErrTCPMetricsUnclamped):
+				e.Log.Error(err, "tcp_metrics entry left without the route's clamp", "peer", p.Host, "route", r.Destination)
+			case err != nil:
 				e.Log.V(1).Info("priming tcp_metrics failed", "peer", p.Host, "error", err.Error())
 			}
-			cancel()
 		}
 	}
 }
+
+// primeTimeout bounds the priming of one peer, repairs included.
+const primeTimeout = time.Second
 
 func routeSnapKey(r kernel.RouteSnapshot) string { return r.Dst.String() }
 func sysctlKey(s v1alpha1.Sysctl) string         { return s.Name }
