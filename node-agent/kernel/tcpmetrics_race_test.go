@@ -203,7 +203,9 @@ func TestPrimeRepairsEntryOfLateClose(t *testing.T) {
 			entries, next := lateCloseAcrossApply(t, c.passive, func(ctx context.Context, p *pair, port int, _ RouteSpec) error {
 				return p.A.h.primeOnce(ctx, &net.TCPAddr{IP: p.addrB, Port: port}, nil)
 			})
-			if len(entries) == 0 || want.HeldBy(entries[0]) || next.SndCwnd <= clamp {
+			// Only the entry is judged here: an unclamped connection under a
+			// slow qemu may not grow past the clamp in 4 MB.
+			if len(entries) == 0 || want.HeldBy(entries[0]) {
 				t.Errorf("the late close did not leave an unclamped entry (entries %v, next snd_cwnd %d): the stage does not reproduce the race, and PrimeTCPMetrics below proves nothing", entries, next.SndCwnd)
 			}
 		})
