@@ -88,6 +88,9 @@ type Engine struct {
 	Probes Prober
 	Log    logr.Logger
 	Now    func() time.Time
+	// PrimeTimeout bounds the tcp_metrics priming of one peer after a
+	// change, its repairs included (0: one second).
+	PrimeTimeout time.Duration
 
 	// mu serializes applies and drift repairs: a repair must never run in the
 	// middle of an apply and "repair" routes back to the previous revision.
@@ -428,21 +431,25 @@ func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 			if r.Source != "" {
 				src = net.ParseIP(r.Source)
 			}
-			pctx, cancel := context.WithTimeout(ctx, primeTimeout)
-			err := e.Host.PrimeTCPMetrics(pctx, addr, src, want)
+			timeout := e.PrimeTimeout
+			if timeout <= 0 {
+				timeout = time.Second
+			}
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			repairs, err := e.Host.PrimeTCPMetrics(pctx, addr, src, want)
 			cancel()
 			switch {
 			case errors.Is(err, kernel.ErrTCPMetricsUnclamped):
 				e.Log.Error(err, "tcp_metrics entry left without the route's clamp", "peer", p.Host, "route", r.Destination)
 			case err != nil:
 				e.Log.V(1).Info("priming tcp_metrics failed", "peer", p.Host, "error", err.Error())
+			case repairs > 0:
+				e.Log.Info("tcp_metrics entry made again: a connection closing under the previous route had made it without the route's clamp",
+					"peer", p.Host, "route", r.Destination, "times", repairs)
 			}
 		}
 	}
 }
-
-// primeTimeout bounds the priming of one peer, repairs included.
-const primeTimeout = time.Second
 
 func routeSnapKey(r kernel.RouteSnapshot) string { return r.Dst.String() }
 func sysctlKey(s v1alpha1.Sysctl) string         { return s.Name }

@@ -334,21 +334,22 @@ const PrimeAttempts = 4
 // is not made again. So while an entry of the destination does not carry
 // want, PrimeTCPMetrics flushes the destination and primes again, up to
 // PrimeAttempts rounds in all, and otherwise returns an error wrapping
-// [ErrTCPMetricsUnclamped] that names the entry. The entry does not show
+// [ErrTCPMetricsUnclamped] that names the entry. It returns how many times
+// it found an entry without want and made it again. The entry does not show
 // its locks: an unlocked entry whose learned values happen to equal want
 // passes.
-func (h *Handle) PrimeTCPMetrics(ctx context.Context, addr *net.TCPAddr, src net.IP, want TCPMetricsWant) error {
+func (h *Handle) PrimeTCPMetrics(ctx context.Context, addr *net.TCPAddr, src net.IP, want TCPMetricsWant) (repairs int, err error) {
 	if addr == nil || addr.IP == nil {
-		return fmt.Errorf("prime tcp_metrics: no address")
+		return 0, fmt.Errorf("prime tcp_metrics: no address")
 	}
 	dst := hostNet(addr.IP)
 	for round := 1; ; round++ {
 		if err := h.primeOnce(ctx, addr, src); err != nil {
-			return err
+			return round - 1, err
 		}
 		entries, err := h.TCPMetricsFor(dst)
 		if err != nil {
-			return fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
+			return round - 1, fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
 		}
 		var stale []string
 		for _, e := range entries {
@@ -357,18 +358,18 @@ func (h *Handle) PrimeTCPMetrics(ctx context.Context, addr *net.TCPAddr, src net
 			}
 		}
 		if len(stale) == 0 {
-			return nil
+			return round - 1, nil
 		}
 		if round == PrimeAttempts {
-			return fmt.Errorf("prime tcp_metrics for %s: %w (%s) after %d flush-and-prime rounds: %s",
+			return round, fmt.Errorf("prime tcp_metrics for %s: %w (%s) after %d flush-and-prime rounds: %s",
 				addr, ErrTCPMetricsUnclamped, want, round, strings.Join(stale, "; "))
 		}
 		fam, err := h.tcpMetricsFamily()
 		if err != nil {
-			return err
+			return round, err
 		}
 		if err := h.deleteTCPMetrics(fam, addr.IP); err != nil {
-			return fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
+			return round, fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
 		}
 	}
 }

@@ -211,7 +211,12 @@ func TestPrimeRepairsEntryOfLateClose(t *testing.T) {
 		})
 		t.Run(c.name+"/PrimeTCPMetrics", func(t *testing.T) {
 			entries, next := lateCloseAcrossApply(t, c.passive, func(ctx context.Context, p *pair, port int, spec RouteSpec) error {
-				return p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: port}, nil, WantTCPMetrics(spec.Metrics))
+				repairs, err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: port}, nil, WantTCPMetrics(spec.Metrics))
+				t.Logf("PrimeTCPMetrics made the entry again %d time(s)", repairs)
+				if err == nil && repairs == 0 {
+					t.Error("PrimeTCPMetrics found the entry right at once: the late close did not race it")
+				}
+				return err
 			})
 			if len(entries) == 0 {
 				t.Fatal("no entry after priming")
@@ -236,7 +241,7 @@ func TestPrimeTCPMetricsGivesUp(t *testing.T) {
 	srv := startServer(t, p.B, p.addrB)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: srv.port()}, nil, TCPMetricsWant{Cwnd: 31})
+	_, err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: srv.port()}, nil, TCPMetricsWant{Cwnd: 31})
 	if !errors.Is(err, ErrTCPMetricsUnclamped) {
 		t.Fatalf("err = %v, want ErrTCPMetricsUnclamped", err)
 	}
