@@ -95,6 +95,7 @@ type options struct {
 	goBin       string
 	dir         string
 	only        string
+	run         string
 	jobs        int
 	timeout     time.Duration
 	testTimeout time.Duration
@@ -106,6 +107,7 @@ func main() {
 	flag.StringVar(&o.goBin, "go", "go", "the go command that builds the test binaries")
 	flag.StringVar(&o.dir, "dir", "bin/kernels", "where downloads, archives and console logs are kept")
 	flag.StringVar(&o.only, "only", "", "comma-separated kernels to boot (default all: "+kernelNames()+")")
+	flag.StringVar(&o.run, "run", "", "a -test.run pattern for every suite instead of its own (e.g. -run=TestPrimeRepairsEntryOfLateClose); a suite with no match runs nothing")
 	flag.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "VMs at a time")
 	// The limits catch a hung VM or test, not a slow one: under TCG the
 	// aarch64 VM runs 1.4-3.4x slower than the x86_64 ones, and slower
@@ -275,7 +277,7 @@ func prepare(ctx context.Context, o options, dir string, sel []kernel) ([]prepar
 			}
 		}
 		build := filepath.Join(dir, "build", k.arch)
-		if b.tests, err = testsArchive(ctx, o.goBin, build, k.arch, self, o.testTimeout); err != nil {
+		if b.tests, err = testsArchive(ctx, o.goBin, build, k.arch, self, o.testTimeout, selectTests(testSuites, o.run)); err != nil {
 			return nil, err
 		}
 		if b.tools, err = rootArchive(build, self); err != nil {
@@ -373,16 +375,16 @@ func foreignUserland(ctx context.Context, a *apt, host userland, dir string) (us
 
 // testsArchive builds the test binaries for arch into dir and returns the
 // archive holding them, /init and the suites list.
-func testsArchive(ctx context.Context, goBin, dir, arch, self string, testTimeout time.Duration) (string, error) {
+func testsArchive(ctx context.Context, goBin, dir, arch, self string, testTimeout time.Duration, suites []suite) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("tests: %w", err)
 	}
-	if err := buildTests(ctx, goBin, dir, arch, testSuites); err != nil {
+	if err := buildTests(ctx, goBin, dir, arch, suites); err != nil {
 		return "", err
 	}
-	list := suitesFile(testSuites, testTimeout.String())
+	list := suitesFile(suites, testTimeout.String())
 	files := []string{filepath.Join(dir, "nettune-agent")}
-	for _, s := range testSuites {
+	for _, s := range suites {
 		files = append(files, filepath.Join(dir, s.binary()))
 	}
 	k, err := key([]string{self, string(list)}, files...)
@@ -390,12 +392,25 @@ func testsArchive(ctx context.Context, goBin, dir, arch, self string, testTimeou
 		return "", err
 	}
 	file, built, err := cachedArchive(dir, "tests", k, testsLevel, func(a *archive) error {
-		return writeTests(a, dir, testSuites, list)
+		return writeTests(a, dir, suites, list)
 	})
 	if err == nil && built {
 		fmt.Printf("kernels: %s: tests initramfs built\n", arch)
 	}
 	return file, err
+}
+
+// selectTests returns suites with run as every suite's -test.run (their
+// -test.skip kept), or suites as they are when run is empty.
+func selectTests(suites []suite, run string) []suite {
+	if run == "" {
+		return suites
+	}
+	out := slices.Clone(suites)
+	for i := range out {
+		out[i].run = run
+	}
+	return out
 }
 
 // rootArchive returns the archive holding the repository root's markers.

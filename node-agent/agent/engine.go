@@ -88,6 +88,9 @@ type Engine struct {
 	Probes Prober
 	Log    logr.Logger
 	Now    func() time.Time
+	// PrimeTimeout bounds the tcp_metrics priming of one peer after a
+	// change, its repairs included (0: one second).
+	PrimeTimeout time.Duration
 
 	// mu serializes applies and drift repairs: a repair must never run in the
 	// middle of an apply and "repair" routes back to the previous revision.
@@ -407,10 +410,18 @@ func (e *Engine) interrupted(target v1alpha1.NodeNetTuningSpec, routes []desired
 
 // prime re-creates the tcp_metrics cache entry of every peer route after a
 // change: connections take a locked cwnd only from that cache, so without it
-// the first connection after a flush would run unclamped. Failures are left
-// to the connect probe to judge.
+// the first connection after a flush would run unclamped. The entry is read
+// back and re-made until it carries the route's locked cwnd and ssthresh
+// (kernel.Handle.PrimeTCPMetrics): a connection closing under the old route
+// between the flush and the prime would otherwise leave it unclamped for an
+// hour. An entry that stays wrong is logged as an error; failures to reach
+// the peer are left to the connect probe to judge.
 func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 	for _, r := range spec.Routes {
+		var want kernel.TCPMetricsWant
+		if rs, err := routeSpec(r); err == nil {
+			want = kernel.WantTCPMetrics(rs.Metrics)
+		}
 		for _, p := range spec.Peers {
 			if p.Host != r.Peer || p.ProbePort == 0 {
 				continue
@@ -420,11 +431,22 @@ func (e *Engine) prime(ctx context.Context, spec v1alpha1.NodeNetTuningSpec) {
 			if r.Source != "" {
 				src = net.ParseIP(r.Source)
 			}
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			if err := e.Host.PrimeTCPMetrics(pctx, addr, src); err != nil {
-				e.Log.V(1).Info("priming tcp_metrics failed", "peer", p.Host, "error", err.Error())
+			timeout := e.PrimeTimeout
+			if timeout <= 0 {
+				timeout = time.Second
 			}
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			repairs, err := e.Host.PrimeTCPMetrics(pctx, addr, src, want)
 			cancel()
+			switch {
+			case errors.Is(err, kernel.ErrTCPMetricsUnclamped):
+				e.Log.Error(err, "tcp_metrics entry left without the route's clamp", "peer", p.Host, "route", r.Destination)
+			case err != nil:
+				e.Log.V(1).Info("priming tcp_metrics failed", "peer", p.Host, "error", err.Error())
+			case repairs > 0:
+				e.Log.Info("tcp_metrics entry made again: a connection closing under the previous route had made it without the route's clamp",
+					"peer", p.Host, "route", r.Destination, "times", repairs)
+			}
 		}
 	}
 }

@@ -919,9 +919,12 @@ func TestNewConnectionClamped(t *testing.T) {
 	// That connection's close ends (the peer acknowledges the FIN) before
 	// the apply: the acknowledgement creates the peer's tcp_metrics entry
 	// from the route the socket cached, and one processed between the
-	// apply's flush and its prime would leave an entry of the old route,
-	// without the clamp (a loaded arm64 VM once ran both connections below
-	// unclamped). The entry appearing is that close ending.
+	// apply's flush and its prime makes an entry of the old route, without
+	// the clamp (a loaded arm64 VM once ran both connections below
+	// unclamped). The agent now reads the entry back and makes it again
+	// (TestApplyRepairsEntryOfLateClose stages that race with netem); this
+	// test waits for the close to end so that it is about the clamp alone.
+	// The entry appearing is that close ending.
 	host := &net.IPNet{IP: net.ParseIP(p.addrB).To4(), Mask: net.CIDRMask(32, 32)}
 	nettest.WaitFor(t, 30*time.Second, func() error {
 		if es, err := p.A.h.TCPMetricsFor(host); err != nil || len(es) == 0 {

@@ -176,7 +176,7 @@ func TestSsthreshHoldsWithLock(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: dst.IP, Port: int(ln.port())}, nil); err != nil {
+		if _, err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: dst.IP, Port: int(ln.port())}, nil, kernel.TCPMetricsWant{}); err != nil {
 			t.Fatal(err)
 		}
 		out := routeShow(t, p.A, p.addrB+"/32")

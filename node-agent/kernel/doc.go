@@ -59,7 +59,11 @@ limitations under the License.
 //     flush finds no entry and runs unclamped (its clean close creates the
 //     entry, and the connections after it are clamped):
 //     [Handle.PrimeTCPMetrics] makes that first connection itself, to a
-//     port listening on the peer. initcwnd, initrwnd, rto_min, quickack,
+//     port listening on the peer, and reads the entry back: a connection
+//     opened under the old route that finishes closing between the flush
+//     and the prime creates the entry from the route it cached, the old
+//     one, so the entry is flushed and primed again until it carries the
+//     route's locked values. initcwnd, initrwnd, rto_min, quickack,
 //     congctl, advmss and mtu are read from the route by every connection.
 //   - A route's congctl may name an algorithm that is not in
 //     net.ipv4.tcp_allowed_congestion_control (e.g. cubic), which a

@@ -132,7 +132,7 @@ func TestCwndClampLimitsNewConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: srv.port()}, nil); err != nil {
+	if _, err := p.A.h.PrimeTCPMetrics(ctx, &net.TCPAddr{IP: p.addrB, Port: srv.port()}, nil, WantTCPMetrics(spec.Metrics)); err != nil {
 		t.Fatal(err)
 	}
 	<-srv.closed // the priming connection
@@ -252,7 +252,7 @@ func TestPrimeTCPMetricsPeerKeepsOpen(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := p.A.h.PrimeTCPMetrics(ctx, ln.Addr().(*net.TCPAddr), p.addrA); err != nil {
+	if _, err := p.A.h.PrimeTCPMetrics(ctx, ln.Addr().(*net.TCPAddr), p.addrA, TCPMetricsWant{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := metricsCount(t, p.A, p.hostB()); n != 1 {
@@ -261,7 +261,7 @@ func TestPrimeTCPMetricsPeerKeepsOpen(t *testing.T) {
 	// Nothing listens on port 1: an error, not a hang.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel2()
-	if err := p.A.h.PrimeTCPMetrics(ctx2, &net.TCPAddr{IP: p.addrB, Port: 1}, nil); err == nil {
+	if _, err := p.A.h.PrimeTCPMetrics(ctx2, &net.TCPAddr{IP: p.addrB, Port: 1}, nil, TCPMetricsWant{}); err == nil {
 		t.Error("priming a closed port succeeded")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink/nl"
@@ -263,6 +264,54 @@ func (h *Handle) deleteTCPMetrics(fam uint16, dst net.IP) error {
 	return nil
 }
 
+// TCPMetricsWant is what a tcp_metrics entry created from a route carries
+// for as long as it lives: the route's locked cwnd and ssthresh. The kernel
+// copies them, with their locks, into a new entry (tcpm_suck_dst), and no
+// closing connection changes a locked value afterwards. Zero means the
+// route does not lock that metric, and it is not checked.
+type TCPMetricsWant struct {
+	Cwnd, Ssthresh uint32
+}
+
+// WantTCPMetrics returns what an entry created from a route with metrics m
+// carries.
+func WantTCPMetrics(m RouteMetrics) TCPMetricsWant {
+	var w TCPMetricsWant
+	if m.Cwnd != nil && m.Locked(unix.RTAX_CWND) {
+		w.Cwnd = *m.Cwnd
+	}
+	if m.Ssthresh != nil && m.Locked(unix.RTAX_SSTHRESH) {
+		w.Ssthresh = *m.Ssthresh
+	}
+	return w
+}
+
+// HeldBy reports whether entry e carries the wanted values.
+func (w TCPMetricsWant) HeldBy(e TCPMetricsEntry) bool {
+	return (w.Cwnd == 0 || e.Cwnd == w.Cwnd) && (w.Ssthresh == 0 || e.Ssthresh == w.Ssthresh)
+}
+
+func (w TCPMetricsWant) String() string {
+	var parts []string
+	if w.Cwnd != 0 {
+		parts = append(parts, fmt.Sprintf("locked cwnd %d", w.Cwnd))
+	}
+	if w.Ssthresh != 0 {
+		parts = append(parts, fmt.Sprintf("locked ssthresh %d", w.Ssthresh))
+	}
+	if len(parts) == 0 {
+		return "no locked values"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ErrTCPMetricsUnclamped: a destination's tcp_metrics entry kept values
+// other than its route's locked ones through every flush and prime.
+var ErrTCPMetricsUnclamped = errors.New("tcp_metrics entry does not carry the route's locked values")
+
+// PrimeAttempts bounds the flush-and-prime rounds of [Handle.PrimeTCPMetrics].
+const PrimeAttempts = 4
+
 // PrimeTCPMetrics makes the kernel create the tcp_metrics entry for addr's
 // host from the current route, so that the route's locked cwnd (and
 // ssthresh, reordering) applies to the very next connection: the kernel takes
@@ -275,10 +324,59 @@ func (h *Handle) deleteTCPMetrics(fam uint16, dst net.IP) error {
 // connection at once and waits, until ctx is done, for the entry to appear.
 // The peer only has to acknowledge the FIN; it need not close its side.
 // Entries are per source address: prime once per source used.
-func (h *Handle) PrimeTCPMetrics(ctx context.Context, addr *net.TCPAddr, src net.IP) error {
+//
+// Then it reads the destination's entries back. Between the flush that
+// preceded the call and the priming connection, a connection that was
+// opened under the old route and finishes its close then (its last ACK
+// late, e.g. on a loaded link) creates the entry from the route it
+// cached, the old one: without its lock, so connections to the peer would
+// run unclamped until the entry expires, an hour later; an existing entry
+// is not made again. So while an entry of the destination does not carry
+// want, PrimeTCPMetrics flushes the destination and primes again, up to
+// PrimeAttempts rounds in all, and otherwise returns an error wrapping
+// [ErrTCPMetricsUnclamped] that names the entry. It returns how many times
+// it found an entry without want and made it again. The entry does not show
+// its locks: an unlocked entry whose learned values happen to equal want
+// passes.
+func (h *Handle) PrimeTCPMetrics(ctx context.Context, addr *net.TCPAddr, src net.IP, want TCPMetricsWant) (repairs int, err error) {
 	if addr == nil || addr.IP == nil {
-		return fmt.Errorf("prime tcp_metrics: no address")
+		return 0, fmt.Errorf("prime tcp_metrics: no address")
 	}
+	dst := hostNet(addr.IP)
+	for round := 1; ; round++ {
+		if err := h.primeOnce(ctx, addr, src); err != nil {
+			return round - 1, err
+		}
+		entries, err := h.TCPMetricsFor(dst)
+		if err != nil {
+			return round - 1, fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
+		}
+		var stale []string
+		for _, e := range entries {
+			if !want.HeldBy(e) {
+				stale = append(stale, e.String())
+			}
+		}
+		if len(stale) == 0 {
+			return round - 1, nil
+		}
+		if round == PrimeAttempts {
+			return round, fmt.Errorf("prime tcp_metrics for %s: %w (%s) after %d flush-and-prime rounds: %s",
+				addr, ErrTCPMetricsUnclamped, want, round, strings.Join(stale, "; "))
+		}
+		fam, err := h.tcpMetricsFamily()
+		if err != nil {
+			return round, err
+		}
+		if err := h.deleteTCPMetrics(fam, addr.IP); err != nil {
+			return round, fmt.Errorf("prime tcp_metrics for %s: %w", addr, err)
+		}
+	}
+}
+
+// primeOnce connects to addr, closes, and waits for the entry of the
+// connection's source and addr's host to exist.
+func (h *Handle) primeOnce(ctx context.Context, addr *net.TCPAddr, src net.IP) error {
 	var c net.Conn
 	err := h.Do(func() error {
 		d := net.Dialer{}
