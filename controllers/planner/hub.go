@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // follow carries out a hub's decision in a cluster (in.Hub): every vehicle
@@ -143,7 +144,9 @@ func hubReport(prev string, lines []v1alpha1.VehicleReport, generation int64, no
 
 // clusterStatus summarizes one cluster for a hub profile's status.
 func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
-	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports))}
+	// The message quotes what OCM says (an apply error can be long): cut to
+	// the field's bound, or the whole status would be refused.
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: text.Truncate(c.Message, 1024), Vehicles: int32(len(c.Reports))}
 	for _, rep := range c.Reports {
 		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
 			cs.Verified++

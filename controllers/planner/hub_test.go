@@ -324,3 +324,14 @@ func TestStepsMoveWholeClusters(t *testing.T) {
 }
 
 func intstrPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }
+
+// TestClusterMessageBounded: a cluster's message (it quotes what OCM says)
+// is cut to status.clusters[].message's bound, so the status stays valid.
+func TestClusterMessageBounded(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	long := "the profile is not applied in the cluster (" + strings.Repeat("connection refused; ", 100) + ")"
+	out := planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Clusters: []planner.Cluster{{Name: "c1", Message: long}}})
+	if cs := out.Status.Clusters; len(cs) != 1 || len(cs[0].Message) > 1024 || !strings.HasPrefix(cs[0].Message, "the profile is not applied") {
+		t.Errorf("status.clusters %+v: want c1's message cut to 1,024 bytes", cs)
+	}
+}

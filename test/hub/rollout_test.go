@@ -304,7 +304,7 @@ func deadControllerStep(t *testing.T, ctx context.Context, h *hubtest.Hub, clust
 	v3 := v2.DeepCopy()
 	v3.Spec.Defaults.Initrwnd = ptrTo(int32(24))
 	one := intstr.FromInt32(1)
-	v3.Spec.Rollout = &v1alpha1.RolloutSpec{MaxUnavailable: &one,
+	v3.Spec.Rollout = &v1alpha1.RolloutSpec{MaxUnavailable: &one, Canary: v1alpha1.CanarySpec{Count: ptrTo(int32(1))},
 		Steps:            []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptrTo(int32(100))}}},
 		UnreachableAfter: v2.Spec.Rollout.UnreachableAfter, UnreachableTimeout: v2.Spec.Rollout.UnreachableTimeout}
 	dead := clusters[0]
