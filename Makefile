@@ -88,7 +88,7 @@ node: deps tools ## A real node for a human (root): control plane, containerd an
 	$(GO) run ./hack/node
 
 .PHONY: test-hub
-test-hub: build ## The hub alone (root): an Open Cluster Management hub, three spoke clusters on kine with netns vehicles and real agents, one central Loki; a rollout across the clusters, a silent cluster, a rollback everywhere (docs/hub.md).
+test-hub: build ## The hub alone (root): an Open Cluster Management hub, three spoke clusters on kine with netns vehicles and real agents, one central Loki; a rollout across the clusters, a silent cluster, a cluster whose nettune controller is killed, a rollback everywhere (docs/hub.md).
 	NETTUNE_REQUIRE_TOOLS=1 $(GO) test ./test/hub/ -count=1 -v -timeout 30m
 
 .PHONY: test-e2e

@@ -49,6 +49,27 @@ type HubAssignment struct {
 	// may take a revision (their apply gates, maintenance windows).
 	// +optional
 	Apply *ApplyPolicy `json:"apply,omitempty"`
+	// reportInterval is how often the cluster's controller rewrites its
+	// status.vehicleReport when none of its lines changed, for the time in
+	// its header alone (a heartbeat): the hub counts the vehicles of a
+	// cluster whose report is older than unreachableAfter Unreachable. The
+	// hub sets it to leave room for OCM's status sync; unset, a quarter of
+	// unreachableAfter.
+	// +optional
+	ReportInterval *metav1.Duration `json:"reportInterval,omitempty"`
+}
+
+// MinReportInterval is the shortest heartbeat of a vehicle report.
+const MinReportInterval = time.Second
+
+// GetReportInterval is reportInterval, or a quarter of unreachableAfter
+// (its default when unset), never below MinReportInterval (h may be nil).
+func (h *HubAssignment) GetReportInterval() time.Duration {
+	d := h.Rollout().GetUnreachableAfter() / 4
+	if h != nil && h.ReportInterval != nil {
+		d = h.ReportInterval.Duration
+	}
+	return max(d, MinReportInterval)
 }
 
 // Rollout is what a cluster's controller plans a hub's copy with: no
@@ -73,7 +94,8 @@ type ClusterStatus struct {
 	// +optional
 	Verified int32 `json:"verified"`
 	// reachable is false while the cluster is silent (its ManagedCluster is
-	// not Available): its vehicles count as Unreachable, never as Failed.
+	// not Available, or nettune's controller in it has not reported for
+	// unreachableAfter): its vehicles count as Unreachable, never as Failed.
 	// +optional
 	Reachable bool `json:"reachable"`
 	// message says what the hub last saw of the cluster's work.
@@ -108,16 +130,47 @@ type VehicleReport struct {
 	Counters []string
 }
 
-// A report line: "<vehicle> <revision|-> <flags|-> <unreachable-since
-// unix|0> <hardware,...|-> <counters,...|?>", flags from V (verified),
-// F (failed), M (mixed), D (deferred), G (gate closed). A reader ignores
-// flags it does not know.
+// ReportHeader says when and for what a cluster's controller wrote its
+// vehicle report: the first line of status.vehicleReport.
+// +kubebuilder:object:generate=false
+type ReportHeader struct {
+	// Written is when the cluster's controller wrote the report (to the
+	// second, its own clock); zero in a report without a header (written by
+	// a controller older than the header).
+	Written time.Time
+	// Generation is the metadata.generation of the copy (the profile the
+	// hub placed, with its spec.hubAssignment) the report answers: the hub
+	// compares it with the copy's generation the work agent reads beside
+	// it, and so tells a controller that has not yet seen the newest share.
+	Generation int64
+}
 
-// EncodeVehicleReports encodes reports, sorted by vehicle, one per line.
-func EncodeVehicleReports(reports []VehicleReport) string {
+// A report is a header line, then one line per vehicle.
+//
+// The header: "@ <written unix seconds> <generation>"; a reader ignores
+// fields after these. A vehicle line: "<vehicle> <revision|-> <flags|->
+// <unreachable-since unix|0> <hardware,...|-> <counters,...|?>", flags from
+// V (verified), F (failed), M (mixed), D (deferred), G (gate closed); a
+// reader ignores flags it does not know. Vehicle names never begin with @
+// (they are label values).
+//
+//	@ 1795707781 4
+//	av-001 xavier-lan-6d5f8c V 0 xavier total_retrans,segs_out
+//	av-002 xavier-lan-6d5f8c - 1795707650 xavier ?
+
+// EncodeVehicleReports encodes a report: h (no header line when h is the
+// zero value), then reports sorted by vehicle, one per line.
+func EncodeVehicleReports(h ReportHeader, reports []VehicleReport) string {
 	rs := append([]VehicleReport(nil), reports...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Vehicle < rs[j].Vehicle })
 	var b strings.Builder
+	if h != (ReportHeader{}) {
+		written := int64(0)
+		if !h.Written.IsZero() {
+			written = h.Written.Unix()
+		}
+		fmt.Fprintf(&b, "@ %d %d\n", written, h.Generation)
+	}
 	for _, r := range rs {
 		flags := ""
 		if r.Verified {
@@ -149,20 +202,40 @@ func EncodeVehicleReports(reports []VehicleReport) string {
 	return b.String()
 }
 
-// ParseVehicleReports decodes what EncodeVehicleReports encoded.
-func ParseVehicleReports(s string) ([]VehicleReport, error) {
+// ParseVehicleReports decodes what EncodeVehicleReports encoded. A report
+// without a header line has a zero header.
+func ParseVehicleReports(s string) (ReportHeader, []VehicleReport, error) {
+	var h ReportHeader
 	var out []VehicleReport
 	for i, line := range strings.Split(s, "\n") {
 		if line == "" {
 			continue
 		}
 		f := strings.Fields(line)
+		if f[0] == "@" {
+			if i != 0 || len(f) < 3 {
+				return ReportHeader{}, nil, fmt.Errorf("vehicle report line %d: a header must be the first line, \"@ <written> <generation>\": %q", i+1, line)
+			}
+			written, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return ReportHeader{}, nil, fmt.Errorf("vehicle report header: written %q: %w", f[1], err)
+			}
+			gen, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return ReportHeader{}, nil, fmt.Errorf("vehicle report header: generation %q: %w", f[2], err)
+			}
+			if written != 0 {
+				h.Written = time.Unix(written, 0).UTC()
+			}
+			h.Generation = gen
+			continue
+		}
 		if len(f) != 6 {
-			return nil, fmt.Errorf("vehicle report line %d: %d fields, want 6: %q", i+1, len(f), line)
+			return ReportHeader{}, nil, fmt.Errorf("vehicle report line %d: %d fields, want 6: %q", i+1, len(f), line)
 		}
 		since, err := strconv.ParseInt(f[3], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("vehicle report line %d: unreachable-since %q: %w", i+1, f[3], err)
+			return ReportHeader{}, nil, fmt.Errorf("vehicle report line %d: unreachable-since %q: %w", i+1, f[3], err)
 		}
 		r := VehicleReport{Vehicle: f[0], Revision: fromDash(f[1])}
 		flags := fromDash(f[2])
@@ -183,7 +256,7 @@ func ParseVehicleReports(s string) ([]VehicleReport, error) {
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return h, out, nil
 }
 
 func orDash(s string) string {

@@ -47,6 +47,7 @@ import (
 	"github.com/nettune/nettune/controllers"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/fleetcache"
+	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/internal/httpauth"
 	"github.com/nettune/nettune/internal/scheme"
@@ -95,6 +96,9 @@ type Options struct {
 	// ClusterNamespace is nettune's namespace in the managed clusters.
 	Hub              bool
 	ClusterNamespace string
+	// WorkStatusSync is the managed clusters' work agents'
+	// --status-sync-interval.
+	WorkStatusSync time.Duration
 }
 
 func (o *Options) register(fs *flag.FlagSet) {
@@ -113,6 +117,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", ns, "namespace holding the profiles' revisions (ControllerRevisions)")
 	fs.BoolVar(&o.Hub, "hub", false, "run as a hub on Open Cluster Management (docs/hub.md): profiles applied here are rolled out across the vehicles of the managed clusters their clusterSelector picks, through one ManifestWork per cluster; the cluster reconcilers do not run")
 	fs.StringVar(&o.ClusterNamespace, "cluster-namespace", "nettune-system", "with --hub: nettune's namespace in every managed cluster (where the hub places the revisions it names)")
+	fs.DurationVar(&o.WorkStatusSync, "work-status-sync-interval", hub.DefaultWorkStatusSync, "with --hub: the managed clusters' OCM work agents' --status-sync-interval; the clusters' controllers rewrite their vehicle report every (unreachableAfter - 2 x this)/4 so that a live one is never taken for a stopped one (docs/hub.md)")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
 	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
 	fs.StringVar(&o.LokiSecret, "loki-secret", "", "Secret in --namespace with the credentials (tenant, username/password or token, ca.crt, tls.crt/tls.key, header.NAME) sent with queries to --loki-address; read at every measurement (docs/observability.md)")
@@ -214,7 +219,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: o.Namespace, RenderWorkers: o.RenderWorkers,
+		Namespace: o.Namespace, RenderWorkers: o.RenderWorkers, WorkStatusSync: o.WorkStatusSync,
 		Backends: analysis.Backends{Queriers: analysis.HTTPQueriers(o.QueryTimeout), LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 			LokiSecret: o.LokiSecret, PrometheusSecret: o.PrometheusSecret},
 	}

@@ -19,6 +19,7 @@ package hub
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +41,15 @@ const ClusterLabel = "nettune.io/cluster"
 // cluster's status.vehicleReport.
 const FeedbackName = "vehicleReport"
 
+// GenerationFeedbackName is the name of the status feedback value carrying
+// the metadata.generation of the profile's copy in the cluster (read by the
+// work agent with the report, in the same sync).
+const GenerationFeedbackName = "generation"
+
+// DefaultWorkStatusSync is OCM's work agent's default
+// --status-sync-interval.
+const DefaultWorkStatusSync = 10 * time.Second
+
 // Cluster is one managed cluster as the hub sees it for one profile.
 type Cluster struct {
 	Name string
@@ -50,6 +60,15 @@ type Cluster struct {
 	// Reports are its vehicles as its controller last reported them (nil
 	// before the first report).
 	Reports []v1alpha1.VehicleReport
+	// Header says when the cluster's controller wrote the report and which
+	// generation of its copy it answers (zero for a report without one).
+	Header v1alpha1.ReportHeader
+	// CopyGeneration is the copy's metadata.generation as the work agent
+	// read it with the report (0 when not carried).
+	CopyGeneration int64
+	// Stale: the cluster is Available but its report is older than
+	// unreachableAfter (Judge): nettune's controller there stopped.
+	Stale bool
 	// Message says what the hub saw of the cluster's work.
 	Message string
 }
@@ -78,10 +97,13 @@ func Observe(mc *clusterv1.ManagedCluster, w *workv1.ManifestWork, profile strin
 			continue
 		}
 		for _, v := range m.StatusFeedbacks.Values {
+			if v.Name == GenerationFeedbackName && v.Value.Integer != nil {
+				c.CopyGeneration = *v.Value.Integer
+			}
 			if v.Name != FeedbackName || v.Value.String == nil {
 				continue
 			}
-			rs, err := v1alpha1.ParseVehicleReports(*v.Value.String)
+			h, rs, err := v1alpha1.ParseVehicleReports(*v.Value.String)
 			if err != nil {
 				c.Message = "unreadable vehicle report: " + err.Error()
 				continue
@@ -89,7 +111,7 @@ func Observe(mc *clusterv1.ManagedCluster, w *workv1.ManifestWork, profile strin
 			if rs == nil {
 				rs = []v1alpha1.VehicleReport{}
 			}
-			c.Reports = rs
+			c.Reports, c.Header = rs, h
 		}
 		if a := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); a != nil && a.Status != metav1.ConditionTrue && c.Message == "" {
 			c.Message = fmt.Sprintf("the profile is not applied in the cluster (%s: %s)", a.Reason, a.Message)
@@ -101,10 +123,85 @@ func Observe(mc *clusterv1.ManagedCluster, w *workv1.ManifestWork, profile strin
 	return c
 }
 
+// ReportInterval is the heartbeat the hub asks of the clusters' controllers
+// (spec.hubAssignment.reportInterval) for a profile's unreachableAfter,
+// given the work agents' status sync: a report reaches the hub up to 1.9
+// sync intervals after it is written (OCM reads each work's resources again
+// after 1 to 1.9 times --status-sync-interval), so a live controller's
+// report is at most interval + 1.9 sync old there. The interval is a quarter
+// of what unreachableAfter leaves after two syncs, at least
+// v1alpha1.MinReportInterval.
+func ReportInterval(unreachableAfter, statusSync time.Duration) time.Duration {
+	return max((unreachableAfter-2*statusSync)/4, v1alpha1.MinReportInterval)
+}
+
+// Judge marks the clusters whose ManagedCluster is Available but whose
+// report, written by nettune's controller there, is older than
+// unreachableAfter: the controller stopped (crashed, removed, or its work
+// agent no longer carries its status). Such a cluster is not Reachable, its
+// vehicles were last seen when the report was written, and its message
+// names it. A cluster whose report has no header (an older controller) is
+// trusted while Available, as before. A fresh report that does not yet
+// answer the copy's newest generation is said in the message.
+func Judge(clusters []Cluster, now time.Time, unreachableAfter time.Duration) []Cluster {
+	out := make([]Cluster, len(clusters))
+	for i, c := range clusters {
+		out[i] = c
+		if !c.Reachable || c.Header.Written.IsZero() {
+			continue
+		}
+		behind := ""
+		if c.CopyGeneration > c.Header.Generation {
+			behind = fmt.Sprintf("; its report answers generation %d of the profile's copy there, which is at %d", c.Header.Generation, c.CopyGeneration)
+		}
+		if now.Sub(c.Header.Written) >= unreachableAfter {
+			out[i].Reachable, out[i].Stale, out[i].Since = false, true, c.Header.Written
+			out[i].Message = StaleMessage(c.Name, c.Header.Written, unreachableAfter) + behind
+			continue
+		}
+		if behind != "" && c.Message == "" {
+			out[i].Message = "nettune's controller has not answered the newest share yet" + behind
+		}
+	}
+	return out
+}
+
+// StaleMessage is a stale cluster's status.clusters[].message (it does not
+// change while the cluster stays silent: no status write per reconcile).
+func StaleMessage(cluster string, written time.Time, unreachableAfter time.Duration) string {
+	return fmt.Sprintf("nettune's controller in cluster %s has not reported since %s, longer than unreachableAfter %s: its vehicles count as Unreachable",
+		cluster, written.UTC().Format(time.RFC3339), unreachableAfter)
+}
+
+// FreshnessEvents are the events of the clusters whose controller went
+// silent or came back since the previous status (prev, status.clusters).
+func FreshnessEvents(prev []v1alpha1.ClusterStatus, clusters []Cluster, now time.Time, unreachableAfter time.Duration) []planner.Event {
+	was := map[string]bool{}
+	for _, c := range prev {
+		was[c.Name] = strings.HasPrefix(c.Message, "nettune's controller in cluster "+c.Name+" has not reported since")
+	}
+	var out []planner.Event
+	for _, c := range clusters {
+		switch stale, before := c.Stale, was[c.Name]; {
+		case stale && !before:
+			out = append(out, planner.Event{Warning: true, Reason: "ClusterControllerSilent", Message: fmt.Sprintf(
+				"nettune's controller in cluster %s last reported %s ago (at %s), longer than unreachableAfter %s: its %d vehicle(s) count as Unreachable",
+				c.Name, now.Sub(c.Header.Written).Round(time.Second), c.Header.Written.UTC().Format(time.RFC3339), unreachableAfter, len(c.Reports))})
+		case !stale && before && c.Reachable:
+			out = append(out, planner.Event{Reason: "ClusterControllerReturned", Message: fmt.Sprintf(
+				"nettune's controller in cluster %s reports again (at %s)", c.Name, c.Header.Written.UTC().Format(time.RFC3339))})
+		}
+	}
+	return out
+}
+
 // Vehicles turns the clusters' reports into the planner's vehicles, sorted
 // by name. A vehicle of a silent cluster was last seen when the cluster went
 // silent (or earlier, if its cluster already counted it Unreachable): the
 // planner then counts it Unreachable after unreachableAfter, never Failed.
+// A vehicle of a reachable cluster was last seen when the report was written
+// (now for a report without a header, or one from a clock ahead of the
+// hub's), so the planner wakes when the report would turn stale.
 // A vehicle reported by two clusters is kept in the first (by name) and
 // named in dup.
 func Vehicles(clusters []Cluster, now time.Time) (vs []planner.Vehicle, cluster map[string]string, dup []string) {
@@ -113,6 +210,8 @@ func Vehicles(clusters []Cluster, now time.Time) (vs []planner.Vehicle, cluster 
 		seen := now
 		if !c.Reachable {
 			seen = c.Since
+		} else if w := c.Header.Written; !w.IsZero() && w.Before(now) {
+			seen = w
 		}
 		for _, r := range c.Reports {
 			if _, ok := cluster[r.Vehicle]; ok {

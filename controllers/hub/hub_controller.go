@@ -83,10 +83,21 @@ type Reconciler struct {
 	// WorkWriters is how many ManifestWorks a reconcile writes at once
 	// (DefaultWorkWriters when 0).
 	WorkWriters int
+	// WorkStatusSync is the work agents' --status-sync-interval
+	// (DefaultWorkStatusSync when 0): the clusters' heartbeat leaves room
+	// for it (ReportInterval).
+	WorkStatusSync time.Duration
 }
 
 // DefaultWorkWriters is how many ManifestWorks a reconcile writes at once.
 const DefaultWorkWriters = 16
+
+func (r *Reconciler) statusSync() time.Duration {
+	if r.WorkStatusSync > 0 {
+		return r.WorkStatusSync
+	}
+	return DefaultWorkStatusSync
+}
 
 func (r *Reconciler) workers() int {
 	if r.WorkWriters > 0 {
@@ -209,6 +220,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 				return nil, err
 			}
 			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
+			clusters = Judge(clusters, in.Now, p.Spec.Rollout.GetUnreachableAfter())
 			in.Vehicles, clusterOf, dup = Vehicles(clusters, in.Now)
 			in.Clusters = make([]planner.Cluster, 0, len(clusters))
 			for _, c := range clusters {
@@ -224,6 +236,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 	if err != nil {
 		return planner.Output{}, nil, err
 	}
+	res.Events = append(res.Events, FreshnessEvents(p.Status.Clusters, clusters, r.Now(), p.Spec.Rollout.GetUnreachableAfter())...)
 	if len(dup) > 0 {
 		res.Events = append(res.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
 			Message: "vehicles reported by more than one cluster, kept in the first: " + strings.Join(dup, ", ")})
@@ -278,6 +291,7 @@ func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile,
 	sem := make(chan struct{}, r.workers())
 	for i, c := range clusters {
 		share := Share(out.Assign, clusterOf, c.Name, out.Status.StableRevision)
+		share.ReportInterval = &metav1.Duration{Duration: ReportInterval(p.Spec.Rollout.GetUnreachableAfter(), r.statusSync())}
 		w := existing[c.Name]
 		delete(existing, c.Name)
 		wg.Add(1)

@@ -101,7 +101,8 @@ func Work(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alph
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: workv1.ResourceIdentifier{Group: v1alpha1.GroupVersion.Group, Resource: "nettuningprofiles", Name: p.Name},
 		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType,
-			JsonPaths: []workv1.JsonPath{{Name: FeedbackName, Path: ".status.vehicleReport"}}}},
+			JsonPaths: []workv1.JsonPath{{Name: FeedbackName, Path: ".status.vehicleReport"},
+				{Name: GenerationFeedbackName, Path: ".metadata.generation"}}}},
 	}}
 	for _, n := range sorted {
 		content, err := contents(n)

@@ -195,12 +195,10 @@ func TestObserveAndVehicles(t *testing.T) {
 	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	down := now.Add(-3 * time.Minute)
 	silentVehicle := now.Add(-time.Hour)
+	// Reports without a header (older controllers): trusted while the
+	// cluster is Available (TestFreshness has the header's).
 	report := func(rs ...v1alpha1.VehicleReport) *workv1.ManifestWork {
-		s := v1alpha1.EncodeVehicleReports(rs)
-		return &workv1.ManifestWork{Status: workv1.ManifestWorkStatus{ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{{
-			ResourceMeta:    workv1.ManifestResourceMeta{Resource: "nettuningprofiles", Name: "lan"},
-			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{{Name: FeedbackName, Value: workv1.FieldValue{Type: workv1.String, String: &s}}}},
-		}}}}}
+		return reportWork(v1alpha1.ReportHeader{}, 0, rs...)
 	}
 	mc := func(name string, available metav1.ConditionStatus, since time.Time) *clusterv1.ManagedCluster {
 		return &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: clusterv1.ManagedClusterStatus{Conditions: []metav1.Condition{{
@@ -234,6 +232,20 @@ func TestObserveAndVehicles(t *testing.T) {
 	if !seen["a1"].Equal(now) || !seen["a2"].Equal(silentVehicle) || !seen["b1"].Equal(down) {
 		t.Errorf("last seen %v", seen)
 	}
+}
+
+// reportWork is a work whose status carries a vehicle report and, when
+// copyGeneration is not 0, the copy's generation.
+func reportWork(h v1alpha1.ReportHeader, copyGeneration int64, rs ...v1alpha1.VehicleReport) *workv1.ManifestWork {
+	s := v1alpha1.EncodeVehicleReports(h, rs)
+	values := []workv1.FeedbackValue{{Name: FeedbackName, Value: workv1.FieldValue{Type: workv1.String, String: &s}}}
+	if copyGeneration != 0 {
+		values = append(values, workv1.FeedbackValue{Name: GenerationFeedbackName, Value: workv1.FieldValue{Type: workv1.Integer, Integer: &copyGeneration}})
+	}
+	return &workv1.ManifestWork{Status: workv1.ManifestWorkStatus{ResourceStatus: workv1.ManifestResourceStatus{Manifests: []workv1.ManifestCondition{{
+		ResourceMeta:    workv1.ManifestResourceMeta{Resource: "nettuningprofiles", Name: "lan"},
+		StatusFeedbacks: workv1.StatusFeedbackResult{Values: values},
+	}}}}}
 }
 
 func ptr[T any](v T) *T { return &v }

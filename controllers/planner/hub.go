@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // follow carries out a hub's decision in a cluster (in.Hub): every vehicle
@@ -116,15 +117,36 @@ func (p *plan) report() {
 		}
 		return
 	}
+	prev := st.VehicleReport
 	st.VehicleReport = ""
 	if p.in.Hub != nil {
-		st.VehicleReport = v1alpha1.EncodeVehicleReports(HubReports(p.in.Vehicles, p.in.Now, p.in.Rollout))
+		var wake time.Duration
+		st.VehicleReport, wake = hubReport(prev, HubReports(p.in.Vehicles, p.in.Now, p.in.Rollout), p.in.Generation, p.in.Now, p.in.Hub.GetReportInterval())
+		p.requeue(wake)
 	}
+}
+
+// hubReport is a copy's status.vehicleReport: the vehicles' lines under a
+// header saying when it was written and the copy's generation it answers.
+// The previous report is kept as it is while its lines and generation are
+// the same and it is younger than interval (no status write, nothing for
+// OCM to carry); then it is rewritten for the time alone, a heartbeat that
+// tells the hub the controller is alive. wake is when it is due.
+func hubReport(prev string, lines []v1alpha1.VehicleReport, generation int64, now time.Time, interval time.Duration) (report string, wake time.Duration) {
+	if h, _, err := v1alpha1.ParseVehicleReports(prev); err == nil && !h.Written.IsZero() && !now.Before(h.Written) {
+		due := h.Written.Add(interval)
+		if now.Before(due) && v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
+			return prev, due.Sub(now)
+		}
+	}
+	return v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: now.Truncate(time.Second), Generation: generation}, lines), interval
 }
 
 // clusterStatus summarizes one cluster for a hub profile's status.
 func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
-	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports))}
+	// The message quotes what OCM says (an apply error can be long): cut to
+	// the field's bound, or the whole status would be refused.
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: text.Truncate(c.Message, 1024), Vehicles: int32(len(c.Reports))}
 	for _, rep := range c.Reports {
 		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
 			cs.Verified++

@@ -18,9 +18,11 @@ package planner_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -101,11 +103,11 @@ func TestPlanWritesEveryStatusField(t *testing.T) {
 	// unreachableAfter.
 	in.Hub = &v1alpha1.HubAssignment{Stable: "p-r1"}
 	in.Rollout = in.Hub.Rollout()
-	want := v1alpha1.EncodeVehicleReports(planner.HubReports(vs, now, in.Rollout))
+	want := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: now, Generation: 3}, planner.HubReports(vs, now, in.Rollout))
 	if st = planner.Plan(in).Status; st.VehicleReport != want || st.ObservedGeneration != 3 {
 		t.Errorf("a copy following a hub: vehicleReport %q, observedGeneration %d; want %q, 3", st.VehicleReport, st.ObservedGeneration, want)
 	}
-	rs, err := v1alpha1.ParseVehicleReports(st.VehicleReport)
+	_, rs, err := v1alpha1.ParseVehicleReports(st.VehicleReport)
 	if err != nil || len(rs) != 2 || len(rs[0].Counters) != 1 || rs[1].UnreachableSince.IsZero() {
 		t.Errorf("reports %+v (%v): want av-1 with its counter, av-2 Unreachable", rs, err)
 	}
@@ -174,9 +176,77 @@ func TestHubReports(t *testing.T) {
 	// A silent vehicle's line does not change while it stays silent (no
 	// status write, no feedback, no hub reconcile per heartbeat missed).
 	silentOnly := vs[1:2]
-	a := v1alpha1.EncodeVehicleReports(planner.HubReports(silentOnly, now.Add(time.Minute), nil))
-	if b := v1alpha1.EncodeVehicleReports(planner.HubReports(silentOnly, now.Add(time.Hour), nil)); a != b {
+	a := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{}, planner.HubReports(silentOnly, now.Add(time.Minute), nil))
+	if b := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{}, planner.HubReports(silentOnly, now.Add(time.Hour), nil)); a != b {
 		t.Errorf("a silent vehicle's report changes with time alone: %q, then %q", a, b)
+	}
+}
+
+// TestHubReportHeartbeat: a copy's report says when it was written and
+// which generation of the copy it answers; while its lines and generation
+// stay the same it is left as it is (no status write) until the report
+// interval has passed, then rewritten for the time alone, and the planner
+// asks to be woken when that is due; a changed line or a new generation
+// rewrites it at once.
+func TestHubReportHeartbeat(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	vs := []planner.Vehicle{{Name: "av-1", Assigned: "p-r1", Verified: true, LastSeen: t0}}
+	hub := &v1alpha1.HubAssignment{Stable: "p-r1", UnreachableAfter: &metav1.Duration{Duration: 2 * time.Minute},
+		ReportInterval: &metav1.Duration{Duration: 20 * time.Second}}
+	plan := func(now time.Time, gen int64, prev string, vs []planner.Vehicle) planner.Output {
+		for i := range vs {
+			vs[i].LastSeen = now
+		}
+		return planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Generation: gen, LivenessTimer: true,
+			Status: v1alpha1.NetTuningProfileStatus{VehicleReport: prev}, Vehicles: vs, Hub: hub, Rollout: hub.Rollout()})
+	}
+	header := func(report string) v1alpha1.ReportHeader {
+		t.Helper()
+		h, _, err := v1alpha1.ParseVehicleReports(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	out := plan(t0.Add(300*time.Millisecond), 4, "", vs)
+	first := out.Status.VehicleReport
+	if h := header(first); !h.Written.Equal(t0) || h.Generation != 4 {
+		t.Fatalf("first report's header %+v, want written %s (to the second), generation 4:\n%s", h, t0, first)
+	}
+	if out.RequeueAfter != 20*time.Second {
+		t.Errorf("after a report: requeue after %s, want the report interval 20s", out.RequeueAfter)
+	}
+	// 12 s later, nothing changed: the same string, woken when it is due.
+	out = plan(t0.Add(12*time.Second), 4, first, vs)
+	if out.Status.VehicleReport != first || out.RequeueAfter != 8*time.Second {
+		t.Errorf("12 s later, unchanged: report %q requeue %s; want the same report, requeue 8s", out.Status.VehicleReport, out.RequeueAfter)
+	}
+	// Due: rewritten for the time alone.
+	out = plan(t0.Add(20*time.Second), 4, first, vs)
+	beat := out.Status.VehicleReport
+	if h := header(beat); !h.Written.Equal(t0.Add(20*time.Second)) || h.Generation != 4 {
+		t.Errorf("a heartbeat's header %+v, want written 20 s later, generation 4", h)
+	}
+	if strings.SplitN(beat, "\n", 2)[1] != strings.SplitN(first, "\n", 2)[1] {
+		t.Errorf("a heartbeat changed the vehicles' lines:\n%s\nthen\n%s", first, beat)
+	}
+	// A new generation of the copy (a new share) is answered at once.
+	out = plan(t0.Add(21*time.Second), 5, beat, vs)
+	if h := header(out.Status.VehicleReport); !h.Written.Equal(t0.Add(21*time.Second)) || h.Generation != 5 {
+		t.Errorf("a new generation: header %+v, want written at 21 s, generation 5", h)
+	}
+	// A changed line too.
+	changed := []planner.Vehicle{{Name: "av-1", Assigned: "p-r1", Failed: true}}
+	out = plan(t0.Add(22*time.Second), 5, out.Status.VehicleReport, changed)
+	if h, rs, _ := v1alpha1.ParseVehicleReports(out.Status.VehicleReport); !h.Written.Equal(t0.Add(22*time.Second)) || len(rs) != 1 || !rs[0].Failed {
+		t.Errorf("a changed line: header %+v, lines %+v; want written at 22 s, av-1 failed", h, rs)
+	}
+	// Without reportInterval (an older hub): a quarter of unreachableAfter.
+	if d := (&v1alpha1.HubAssignment{UnreachableAfter: &metav1.Duration{Duration: 2 * time.Minute}}).GetReportInterval(); d != 30*time.Second {
+		t.Errorf("default report interval %s, want 30s", d)
+	}
+	if d := (&v1alpha1.HubAssignment{ReportInterval: &metav1.Duration{}}).GetReportInterval(); d != v1alpha1.MinReportInterval {
+		t.Errorf("a zero report interval: %s, want the minimum %s", d, v1alpha1.MinReportInterval)
 	}
 }
 
@@ -254,3 +324,14 @@ func TestStepsMoveWholeClusters(t *testing.T) {
 }
 
 func intstrPercent(p int) intstr.IntOrString { return intstr.FromString(fmt.Sprintf("%d%%", p)) }
+
+// TestClusterMessageBounded: a cluster's message (it quotes what OCM says)
+// is cut to status.clusters[].message's bound, so the status stays valid.
+func TestClusterMessageBounded(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	long := "the profile is not applied in the cluster (" + strings.Repeat("connection refused; ", 100) + ")"
+	out := planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Clusters: []planner.Cluster{{Name: "c1", Message: long}}})
+	if cs := out.Status.Clusters; len(cs) != 1 || len(cs[0].Message) > 1024 || !strings.HasPrefix(cs[0].Message, "the profile is not applied") {
+		t.Errorf("status.clusters %+v: want c1's message cut to 1,024 bytes", cs)
+	}
+}

@@ -32,6 +32,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,9 +64,13 @@ const profileName = "xavier-lan"
 // to every vehicle of the three clusters; the demo's good edit goes canary
 // first across two clusters, judged on the central Loki, then to all three,
 // while the cluster without a canary is silent (its API server stopped): its
-// vehicles turn Unreachable, never Failed, and catch up when it returns; the
-// demo's bad edit is rolled back in every cluster; a bad profile is refused
-// at the hub's admission and no work changes.
+// vehicles turn Unreachable, never Failed, and catch up when it returns; a
+// third revision goes one vehicle at a time while nettune's controller in
+// one cluster is killed (the cluster stays Available; its report stops):
+// its vehicles turn Unreachable with the cluster named, the others take
+// the revision within maxUnavailable, and they catch up once it is started
+// again; the demo's bad edit is rolled back in every cluster; a bad profile
+// is refused at the hub's admission and no work changes.
 //
 // The central Loki is multi-tenant (auth_enabled) behind a TLS gateway with
 // basic auth (nginx, a CA made by the test): each cluster's agents and
@@ -257,15 +262,23 @@ func TestHubRollout(t *testing.T) {
 	t.Logf("TIMING %s caught up with v2 %s after its API server returned", silent.name, time.Since(returned).Round(time.Second))
 	waitHealthy(t, h, 3*time.Minute, "v2")
 
+	// v3, one vehicle at a time: nettune's controller in one cluster is
+	// killed as the rollout begins. The cluster stays Available, but its
+	// report stops: its vehicles turn Unreachable at the hub, never Failed,
+	// with the cluster named, while the other clusters' vehicles take v3
+	// within maxUnavailable; restarted, the controller's next report moves
+	// them on.
+	r3 := deadControllerStep(t, ctx, h, clusters, v2)
+
 	// The demo's bad edit: rolled back in every cluster.
 	bad := sample(t, root, "03-xavier-lan-bad.yaml")
 	badApplied := time.Now()
 	apply(t, ctx, h, bad)
 	p = waitProfile(t, h, 8*time.Minute, "the bad edit rolled back", func(p *v1alpha1.NetTuningProfile) bool {
-		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.StableRevision == r2
+		return p.Status.Phase == v1alpha1.PhaseRolledBack && p.Status.StableRevision == r3
 	})
 	t.Logf("TIMING bad edit %s rolled back %s after its apply: %s", p.Status.FailedRevision, time.Since(badApplied).Round(time.Second), rolledBackMessage(p))
-	waitEveryVehicle(t, clusters, r2, 3*time.Minute)
+	waitEveryVehicle(t, clusters, r3, 3*time.Minute)
 
 	// A bad profile is refused at the hub with the field named; no work changes.
 	before := workVersions(t, h)
@@ -281,6 +294,101 @@ func TestHubRollout(t *testing.T) {
 	}
 	assertNoLeaks(t, h, dir, clusters, secrets)
 }
+
+// deadControllerStep rolls v3 (v2 with initrwnd 24, every vehicle in one
+// step, one at a time) out while nettune's controller in one cluster is
+// killed, and returns v3's revision once every vehicle verified it after
+// the controller was started again.
+func deadControllerStep(t *testing.T, ctx context.Context, h *hubtest.Hub, clusters []*cluster, v2 *v1alpha1.NetTuningProfile) string {
+	t.Helper()
+	v3 := v2.DeepCopy()
+	v3.Spec.Defaults.Initrwnd = ptrTo(int32(24))
+	one := intstr.FromInt32(1)
+	v3.Spec.Rollout = &v1alpha1.RolloutSpec{MaxUnavailable: &one, Canary: v1alpha1.CanarySpec{Count: ptrTo(int32(1))},
+		Steps:            []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: ptrTo(int32(100))}}},
+		UnreachableAfter: v2.Spec.Rollout.UnreachableAfter, UnreachableTimeout: v2.Spec.Rollout.UnreachableTimeout}
+	dead := clusters[0]
+	others := reachable(clusters, dead)
+	prev := get(t, h).Status.StableRevision
+	applied := time.Now()
+	apply(t, ctx, h, v3)
+	p := waitProfile(t, h, time.Minute, "v3 planned at the hub", func(p *v1alpha1.NetTuningProfile) bool {
+		return p.Status.ObservedGeneration == p.Generation && p.Status.CurrentRevision != prev
+	})
+	r3 := p.Status.CurrentRevision
+	if err := dead.fleet.KillController(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// maxUnavailable 1: at most one vehicle of the other clusters is on v3
+	// and not yet verified at any time.
+	inflight := 0
+	watchInflight := func() {
+		if n := onRevision(others, r3) - verifiedOn(others, r3); n > inflight {
+			inflight = n
+		}
+	}
+	var msg string
+	waitFor(t, 2*time.Minute, dead.name+"'s vehicles Unreachable at the hub, the cluster named", func() bool {
+		watchInflight()
+		p = get(t, h)
+		for _, c := range p.Status.Clusters {
+			if c.Name == dead.name && !c.Reachable && strings.Contains(c.Message, "nettune's controller in cluster "+dead.name) {
+				msg = c.Message
+			}
+		}
+		return msg != "" && p.Status.Vehicles.Unreachable == 2
+	})
+	if p.Status.Vehicles.Failed != 0 || p.Status.Phase == v1alpha1.PhaseRolledBack {
+		t.Errorf("a cluster whose controller stopped: phase %s, %d failed; want its vehicles Unreachable, never Failed", p.Status.Phase, p.Status.Vehicles.Failed)
+	}
+	t.Logf("TIMING %s's controller killed: its 2 vehicles Unreachable at the hub %s after the kill: %q", dead.name, time.Since(killed).Round(time.Second), msg)
+	waitFor(t, 3*time.Minute, "v3 verified on the 4 vehicles of the other clusters", func() bool {
+		watchInflight()
+		return verifiedOn(others, r3) == 4
+	})
+	if inflight > 1 {
+		t.Errorf("up to %d vehicles of the other clusters on v3 and not verified at once, want at most maxUnavailable 1", inflight)
+	}
+	if n := verifiedOn([]*cluster{dead}, r3); n != 0 {
+		t.Errorf("%d vehicles of %s verified v3 while its controller was down", n, dead.name)
+	}
+	if ev := hubEvent(t, h, "ClusterControllerSilent", dead.name); ev == "" {
+		t.Errorf("no ClusterControllerSilent event naming %s", dead.name)
+	} else {
+		t.Logf("event: %s", ev)
+	}
+	t.Logf("TIMING v3 on the 4 vehicles of the other clusters %s after the apply (at most %d in flight)", time.Since(applied).Round(time.Second), inflight)
+	if err := dead.fleet.StartController(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	waitEveryVehicle(t, clusters, r3, 3*time.Minute)
+	t.Logf("TIMING %s caught up with v3 %s after its controller was started again", dead.name, time.Since(restarted).Round(time.Second))
+	waitHealthy(t, h, 2*time.Minute, "v3")
+	if hubEvent(t, h, "ClusterControllerReturned", dead.name) == "" {
+		t.Errorf("no ClusterControllerReturned event naming %s", dead.name)
+	}
+	return r3
+}
+
+// hubEvent is the message of an event of the hub with reason that names
+// cluster ("" when none).
+func hubEvent(t *testing.T, h *hubtest.Hub, reason, cluster string) string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := h.Client.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == reason && strings.Contains(e.Message, "cluster "+cluster+" ") {
+			return e.Message
+		}
+	}
+	return ""
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // hubLokiSecret is the hub controller's --loki-secret.
 const hubLokiSecret = "nettune-loki"
@@ -558,6 +666,8 @@ func startHubController(t *testing.T, root, dir string, h *hubtest.Hub, lokiAddr
 	}
 	cmd := exec.Command(filepath.Join(root, "bin", "nettune-controller"), "--hub", "--namespace", fleet.Namespace,
 		"--cluster-namespace", fleet.Namespace, "--loki-address", lokiAddress, "--loki-secret", hubLokiSecret,
+		// The harness's work agents sync every 2 s (hubtest.Options).
+		"--work-status-sync-interval", "2s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+h.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -41,6 +41,10 @@ import (
 // feedback rule names it; controllers/hub.FeedbackName).
 const feedbackName = "vehicleReport"
 
+// generationFeedbackName carries the copy's metadata.generation
+// (controllers/hub.GenerationFeedbackName).
+const generationFeedbackName = "generation"
+
 // simCluster is one simulated managed cluster: its vehicles and what its
 // work agent last reported of them.
 type simCluster struct {
@@ -57,6 +61,11 @@ type simCluster struct {
 	// its hubAssignment, and the hubAssignment, as last applied (JSON).
 	revs           map[string]string
 	content, share string
+	// written is when each work's status was last written, interval its
+	// share's reportInterval: the cluster's controller rewrites its report
+	// for the time alone (a heartbeat) that often, and the agent carries it.
+	written  map[string]time.Time
+	interval map[string]time.Duration
 }
 
 // workAgent simulates OCM's work agent of every cluster: one informer on
@@ -75,6 +84,9 @@ type workAgent struct {
 	// moves counts the status writes in which a cluster's vehicles changed
 	// revision (a cluster moved), vehiclesMoved those vehicles.
 	moves, vehiclesMoved atomic.Int64
+	// beats counts the status writes of a heartbeat alone (the report's
+	// time, nothing else changed); they are in writes too.
+	beats atomic.Int64
 	// stillContent counts the status writes for a work generation that
 	// moved no vehicle but carried a new profile content; stillShare the
 	// ones whose share changed in form only (every vehicle keeps its
@@ -89,7 +101,8 @@ func newWorkAgent(cl client.Client, c cache.Cache, delay time.Duration, workers,
 	a := &workAgent{cl: cl, cache: c, delay: delay, workers: workers, clusters: map[string]*simCluster{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](5*time.Millisecond, time.Second))}
 	for i := 1; i <= clusters; i++ {
-		sc := &simCluster{name: clusterName(i), hardware: hardwareOf(i), seen: map[string]int64{}, done: map[string]int64{}}
+		sc := &simCluster{name: clusterName(i), hardware: hardwareOf(i), seen: map[string]int64{}, done: map[string]int64{},
+			written: map[string]time.Time{}, interval: map[string]time.Duration{}}
 		for j := 1; j <= vehicles; j++ {
 			sc.vehicles = append(sc.vehicles, vehicleName(i, j))
 		}
@@ -115,6 +128,7 @@ func (a *workAgent) start(ctx context.Context) error {
 		<-ctx.Done()
 		a.queue.ShutDown()
 	}()
+	go a.heartbeats(ctx)
 	for range a.workers {
 		a.wg.Add(1)
 		go func() {
@@ -127,6 +141,31 @@ func (a *workAgent) start(ctx context.Context) error {
 }
 
 func (a *workAgent) wait() { a.wg.Wait() }
+
+// heartbeats queues, every second, the works whose report is due for a
+// heartbeat (as each cluster's controller rewrites its report every
+// reportInterval and the work agent carries it to the hub).
+func (a *workAgent) heartbeats(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, c := range a.clusters {
+			c.mu.Lock()
+			for name, at := range c.written {
+				if now.Sub(at) >= c.interval[name] {
+					a.queue.Add(client.ObjectKey{Namespace: c.name, Name: name})
+				}
+			}
+			c.mu.Unlock()
+		}
+	}
+}
 
 // observe queues a work's new generation, due after the apply delay.
 func (a *workAgent) observe(o any) {
@@ -184,8 +223,9 @@ func (a *workAgent) sync(ctx context.Context, key client.ObjectKey) error {
 	}
 	c.mu.Lock()
 	done := c.done[w.Name] >= w.Generation
+	beat := done && time.Since(c.written[w.Name]) >= c.interval[w.Name]
 	c.mu.Unlock()
-	if done {
+	if done && !beat {
 		return nil
 	}
 	status, revs, copied, err := c.status(w)
@@ -200,6 +240,11 @@ func (a *workAgent) sync(ctx context.Context, key client.ObjectKey) error {
 	a.writes.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.written[w.Name], c.interval[w.Name] = time.Now(), copied.interval
+	if beat {
+		a.beats.Add(1)
+		return nil
+	}
 	c.done[w.Name] = w.Generation
 	moved := 0
 	for v, r := range revs {
@@ -241,8 +286,12 @@ type manifestHead struct {
 }
 
 // copied is what a work carries of the profile: its spec without the
-// hubAssignment and the hubAssignment, as JSON.
-type copied struct{ content, share string }
+// hubAssignment and the hubAssignment, as JSON, and the heartbeat the
+// hubAssignment asks for.
+type copied struct {
+	content, share string
+	interval       time.Duration
+}
 
 // resources maps the kinds a hub places to their resources.
 var resources = map[string]string{"ControllerRevision": "controllerrevisions", "NetTuningProfile": "nettuningprofiles"}
@@ -296,14 +345,17 @@ func (c *simCluster) status(w *workv1.ManifestWork) (workv1.ManifestWorkStatus, 
 					return st, nil, cp, fmt.Errorf("work %s/%s: spec.hubAssignment: %w", w.Namespace, w.Name, err)
 				}
 			}
-			cp.share = string(h.Spec["hubAssignment"])
+			cp.share, cp.interval = string(h.Spec["hubAssignment"]), share.GetReportInterval()
 			delete(h.Spec, "hubAssignment")
 			content, _ := json.Marshal(h.Spec)
 			cp.content = string(content)
 			var report string
-			report, revs = c.report(share)
-			mc.StatusFeedbacks = workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{{Name: feedbackName,
-				Value: workv1.FieldValue{Type: workv1.String, String: &report}}}}
+			// The copy's generation stands for the work's: each follows
+			// the changes of the share.
+			report, revs = c.report(share, gen, now.Time)
+			mc.StatusFeedbacks = workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{
+				{Name: feedbackName, Value: workv1.FieldValue{Type: workv1.String, String: &report}},
+				{Name: generationFeedbackName, Value: workv1.FieldValue{Type: workv1.Integer, Integer: &gen}}}}
 			set(&mc.Conditions, "StatusFeedbackSynced", "StatusFeedbackSynced", "")
 		}
 		manifests = append(manifests, mc)
@@ -315,10 +367,11 @@ func (c *simCluster) status(w *workv1.ManifestWork) (workv1.ManifestWorkStatus, 
 	return st, revs, cp, nil
 }
 
-// report is the cluster controller's status.vehicleReport for a share:
-// every vehicle rendered with its revision and verified (a vehicle given
-// no revision is reported without one, not verified).
-func (c *simCluster) report(share *v1alpha1.HubAssignment) (string, map[string]string) {
+// report is the cluster controller's status.vehicleReport for a share,
+// written now for the copy's generation: every vehicle rendered with its
+// revision and verified (a vehicle given no revision is reported without
+// one, not verified).
+func (c *simCluster) report(share *v1alpha1.HubAssignment, generation int64, now time.Time) (string, map[string]string) {
 	named := map[string]string{}
 	for _, as := range share.Assignments {
 		for _, v := range as.Vehicles {
@@ -336,5 +389,5 @@ func (c *simCluster) report(share *v1alpha1.HubAssignment) (string, map[string]s
 		rs = append(rs, v1alpha1.VehicleReport{Vehicle: v, Revision: rev, Verified: rev != "", Hardware: []string{c.hardware},
 			Counters: []string{"bytes_retrans", "delivery_rate", "min_rtt"}})
 	}
-	return v1alpha1.EncodeVehicleReports(rs), revs
+	return v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: now.Truncate(time.Second), Generation: generation}, rs), revs
 }
