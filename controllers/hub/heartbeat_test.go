@@ -1,0 +1,57 @@
+/*
+Copyright 2026 The nettune Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package hub
+
+import (
+	"testing"
+	"time"
+
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
+)
+
+func TestHeartbeatOnly(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	vs := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-1", Verified: true}}
+	work := func(gen int64, written time.Time, reports []v1alpha1.VehicleReport) *workv1.ManifestWork {
+		s := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: written, Generation: 3}, reports)
+		w := &workv1.ManifestWork{}
+		w.Generation = gen
+		w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
+			ResourceMeta:    workv1.ManifestResourceMeta{Resource: "nettuningprofiles", Name: "lan"},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: []workv1.FeedbackValue{{Name: FeedbackName, Value: workv1.FieldValue{Type: workv1.String, String: &s}}}},
+		}}
+		return w
+	}
+	moved := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-2", Verified: true}}
+	for _, tc := range []struct {
+		name     string
+		old, cur *workv1.ManifestWork
+		want     bool
+	}{
+		{"the time alone", work(1, at, vs), work(1, at.Add(25*time.Second), vs), true},
+		{"unchanged", work(1, at, vs), work(1, at, vs), true},
+		{"a vehicle moved", work(1, at, vs), work(1, at.Add(25*time.Second), moved), false},
+		{"a new generation of the work", work(1, at, vs), work(2, at, vs), false},
+		{"no report before", &workv1.ManifestWork{}, work(1, at, vs), false},
+	} {
+		if got := HeartbeatOnly(tc.old, tc.cur); got != tc.want {
+			t.Errorf("%s: HeartbeatOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
