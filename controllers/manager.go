@@ -66,6 +66,9 @@ type Options struct {
 	RenderWorkers int
 	// SkipNameValidation lets tests start several managers in one process.
 	SkipNameValidation bool
+	// AddOnGate, at a hub, places profiles only where nettune's OCM add-on
+	// is available at a compatible version (nil: everywhere).
+	AddOnGate *hub.AddOnGate
 }
 
 // Setup registers the three reconcilers and what they share: the profile
@@ -102,7 +105,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 // nettune's namespace in every managed cluster.
 func SetupHub(mgr ctrl.Manager, o Options, clusterNamespace string) error {
 	h := &hub.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
-		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Backends: o.backends(), EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation}
+		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Backends: o.backends(), EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation,
+		AddOn: o.AddOnGate}
 	return h.SetupWithManager(mgr)
 }
 

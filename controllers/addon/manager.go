@@ -42,9 +42,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=clustermanagementaddons,verbs=get;list;watch;create;update;patch
@@ -120,8 +122,13 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: m.name()}}}
 	})
+	// One reconcile at start: the ClusterManagementAddOn may not exist
+	// yet, and nothing else would trigger it.
+	start := make(chan event.GenericEvent, 1)
+	start <- event.GenericEvent{Object: &addonv1alpha1.ClusterManagementAddOn{ObjectMeta: metav1.ObjectMeta{Name: m.name()}}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("addonmanager").
+		WatchesRawSource(source.Channel(start, one)).
 		Watches(&addonv1alpha1.ClusterManagementAddOn{}, one).
 		Watches(&addonv1alpha1.ManagedClusterAddOn{}, one).
 		Watches(&workv1.ManifestWork{}, one).
@@ -129,8 +136,7 @@ func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(m)
 }
 
-// Start enqueues the first reconcile (the ClusterManagementAddOn may not
-// exist yet, and nothing else would).
+// desired is the ClusterManagementAddOn's spec the manager owns.
 func (m *Manager) desired() addonv1alpha1.ClusterManagementAddOnSpec {
 	spec := addonv1alpha1.ClusterManagementAddOnSpec{
 		AddOnMeta: addonv1alpha1.AddOnMeta{DisplayName: "nettune",

@@ -83,6 +83,9 @@ type Reconciler struct {
 	// WorkWriters is how many ManifestWorks a reconcile writes at once
 	// (DefaultWorkWriters when 0).
 	WorkWriters int
+	// AddOn, when set, places profiles only in clusters where nettune's
+	// OCM add-on is available at a compatible version (addongate.go).
+	AddOn *AddOnGate
 }
 
 // DefaultWorkWriters is how many ManifestWorks a reconcile writes at once.
@@ -106,7 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterNamespace == "" {
 		r.ClusterNamespace = "nettune-system"
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchAddOns(ctrl.NewControllerManagedBy(mgr)).
 		Named("hubprofile").
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -199,6 +202,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		clusterOf map[string]string
 		dup       []string
 		existing  map[string]*workv1.ManifestWork
+		skipped   map[string]string
 	)
 	rd := round.Round{
 		Revisions: revs, Scheme: r.Scheme, Backends: r.Backends,
@@ -208,11 +212,21 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 			if err != nil {
 				return nil, err
 			}
+			var all []Cluster
+			all, clusters = clusters, nil
+			if clusters, skipped, err = r.AddOn.admit(ctx, r.Client, all, existing); err != nil {
+				return nil, err
+			}
 			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
 			in.Vehicles, clusterOf, dup = Vehicles(clusters, in.Now)
 			in.Clusters = make([]planner.Cluster, 0, len(clusters))
 			for _, c := range clusters {
 				in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Reports: c.Reports})
+			}
+			for _, c := range all {
+				if why, ok := skipped[c.Name]; ok {
+					in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: "no work placed: " + why})
+				}
 			}
 			return Kernels(in.Vehicles), nil
 		},
@@ -223,6 +237,9 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 	res, err := rd.Run(ctx, p)
 	if err != nil {
 		return planner.Output{}, nil, err
+	}
+	if r.AddOn != nil {
+		skippedClusters(&res.Output.Status, p.Generation, skipped, metav1.NewTime(r.Now()))
 	}
 	if len(dup) > 0 {
 		res.Events = append(res.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
