@@ -454,7 +454,6 @@ func (m *Manager) status(ctx context.Context, a *addonv1alpha1.ManagedClusterAdd
 	base := a.DeepCopy()
 	a.Status.Namespace = m.Namespace
 	a.Status.HealthCheck = addonv1alpha1.HealthCheck{Mode: addonv1alpha1.HealthCheckModeLease}
-	a.Status.SupportedConfigs = []addonv1alpha1.ConfigGroupResource{{Group: addonv1alpha1.GroupName, Resource: "addondeploymentconfigs"}}
 	if w != nil {
 		if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil {
 			meta.SetStatusCondition(&a.Status.Conditions, metav1.Condition{Type: addonv1alpha1.ManagedClusterAddOnManifestApplied,
@@ -474,7 +473,9 @@ func (m *Manager) status(ctx context.Context, a *addonv1alpha1.ManagedClusterAdd
 	}
 	meta.SetStatusCondition(&a.Status.Conditions, cond)
 	if !apiequality.Semantic.DeepEqual(base.Status, a.Status) {
-		if err := m.Status().Patch(ctx, a, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		// With the optimistic lock: a merge patch replaces the whole
+		// conditions list, and the registration agent writes Available.
+		if err := m.Status().Patch(ctx, a, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cluster %s: patch the add-on's status: %w", a.Namespace, err)
 		}
 	}
