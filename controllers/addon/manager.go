@@ -314,7 +314,8 @@ func observed(a *addonv1alpha1.ManagedClusterAddOn, w *workv1.ManifestWork) Inst
 
 // values are the chart values for one cluster: the manager's, the add-on's
 // Lease, then its AddOnDeploymentConfig's customizedVariables (as Helm's
-// --set NAME=VALUE) and nodePlacement (the controller's and the agents'
+// --set PATH=VALUE, PATH the name with its underscores as dots) and
+// nodePlacement (the controller's and the agents'
 // nodeSelector and tolerations).
 func (m *Manager) values(ctx context.Context, a *addonv1alpha1.ManagedClusterAddOn) (Release, error) {
 	rel := Release{Name: m.name(), Namespace: m.Namespace, Values: map[string]any{}}
@@ -338,8 +339,11 @@ func (m *Manager) values(ctx context.Context, a *addonv1alpha1.ManagedClusterAdd
 		if err := m.Get(ctx, key, adc); err != nil {
 			return rel, fmt.Errorf("AddOnDeploymentConfig %s: %w", key, err)
 		}
+		// OCM allows no dots in a variable's name: its underscores stand
+		// for the dots of the value's path (controller_replicas is
+		// controller.replicas; the chart's keys have no underscores).
 		for _, v := range adc.Spec.CustomizedVariables {
-			rel.Set = append(rel.Set, v.Name+"="+v.Value)
+			rel.Set = append(rel.Set, strings.ReplaceAll(v.Name, "_", ".")+"="+v.Value)
 		}
 		if np := adc.Spec.NodePlacement; np != nil {
 			var place map[string]any

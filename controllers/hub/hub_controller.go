@@ -239,7 +239,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		return planner.Output{}, nil, err
 	}
 	if r.AddOn != nil {
-		skippedClusters(&res.Output.Status, p.Generation, skipped, metav1.NewTime(r.Now()))
+		skippedClusters(&res.Status, p.Generation, skipped, metav1.NewTime(r.Now()))
 	}
 	if len(dup) > 0 {
 		res.Events = append(res.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",

@@ -27,6 +27,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,8 +57,8 @@ const addonNS = "nettune-system"
 // add-on. A hub (OCM's hub controllers with OCM's add-on manager) and
 // three spokes; nettune's add-on manager (as nettune-controller --hub
 // --addon-manager runs it) keeps the ClusterManagementAddOn "nettune",
-// whose install strategy is a Placement of the clusters labelled
-// addon=nettune (depot-a and depot-b, not depot-c). OCM's add-on manager
+// whose install strategy is a Placement of the clusters labeled
+// nettune.io/addon=true (depot-a and depot-b, not depot-c). OCM's add-on manager
 // creates their ManagedClusterAddOns; nettune's writes the chart rendered
 // for each as the ManifestWork addon-nettune-deploy-0, which OCM's work
 // agent applies into the spoke's API server (CRDs, RBAC, DaemonSet,
@@ -65,12 +66,14 @@ const addonNS = "nettune-system"
 // pod: the test runs what that pod would run of the add-on, the Lease
 // renewal of nettune-controller --addon-lease, in process against each
 // spoke; OCM's registration agent reads the Lease and sets the add-on
-// Available. A profile applied at the hub then goes to depot-a and depot-b
+// Available. An AddOnDeploymentConfig gives one cluster its own values.
+// A profile applied at the hub then goes to depot-a and depot-b
 // only, and says why not depot-c. Then chart 0.2.0 (the embedded chart
 // with its version raised) rolls out Progressive, maxConcurrency 1: never
 // more than one cluster between versions, depot-b waits for depot-a; with
 // the gate at 0.2.0 the cluster still at 0.1.0 gets no new profile work and
-// the profile says why.
+// the profile says why. Out of the Placement, a cluster loses the add-on
+// but keeps nettune's Namespace and CRDs (its profiles).
 func TestAddOn(t *testing.T) {
 	root, err := localcp.RepoRoot()
 	if err != nil {
@@ -117,11 +120,11 @@ func TestAddOn(t *testing.T) {
 	}
 	t.Logf("TIMING hub and 3 spokes up in %s", time.Since(began).Round(time.Millisecond))
 
-	// The Placement: clusters labelled addon=nettune, in the global set.
+	// The Placement: clusters labeled nettune.io/addon=true, in the global set.
 	c := h.Client
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addonNS}}))
 	for _, n := range names[:2] {
-		patch := []byte(`{"metadata":{"labels":{"addon":"nettune"}}}`)
+		patch := []byte(`{"metadata":{"labels":{"nettune.io/addon":"true"}}}`)
 		must(t, c.Patch(ctx, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "cluster.open-cluster-management.io/v1", Kind: "ManagedCluster"},
 			ObjectMeta: metav1.ObjectMeta{Name: n}}, client.RawPatch(types.MergePatchType, patch)))
 	}
@@ -129,7 +132,7 @@ func TestAddOn(t *testing.T) {
 		Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: "global"}}))
 	must(t, c.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "nettune-addon", Namespace: addonNS},
 		Spec: clusterv1beta1.PlacementSpec{Predicates: []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
-			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"addon": "nettune"}}}}}}}))
+			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/addon": "true"}}}}}}}))
 
 	// What the spokes' controller pods would run of the add-on: its Lease.
 	leaseCtx, stopLeases := context.WithCancel(ctx)
@@ -188,6 +191,27 @@ func TestAddOn(t *testing.T) {
 		}
 	}
 	t.Logf("TIMING the add-on installed and Available in 2 clusters %s after the manager started", time.Since(installStart).Round(time.Millisecond))
+
+	// Values per cluster: an AddOnDeploymentConfig named in depot-a's
+	// ManagedClusterAddOn (OCM's add-on manager resolves it into the
+	// add-on's status.configReferences) reaches depot-a's Deployment only.
+	must(t, c.Create(ctx, &addonv1alpha1.AddOnDeploymentConfig{ObjectMeta: metav1.ObjectMeta{Name: "three-replicas", Namespace: addonNS},
+		Spec: addonv1alpha1.AddOnDeploymentConfigSpec{CustomizedVariables: []addonv1alpha1.CustomizedVariable{{Name: "controller_replicas", Value: "3"}}}}))
+	mca := &addonv1alpha1.ManagedClusterAddOn{}
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: "depot-a", Name: addon.DefaultName}, mca))
+	base := mca.DeepCopy()
+	mca.Spec.Configs = []addonv1alpha1.AddOnConfig{{ConfigGroupResource: addonv1alpha1.ConfigGroupResource{Group: addonv1alpha1.GroupName, Resource: "addondeploymentconfigs"},
+		ConfigReferent: addonv1alpha1.ConfigReferent{Namespace: addonNS, Name: "three-replicas"}}}
+	must(t, c.Patch(ctx, mca, client.MergeFrom(base)))
+	waitFor(t, 60*time.Second, "depot-a's controller Deployment at 3 replicas from its AddOnDeploymentConfig", func() bool {
+		d := &appsv1.Deployment{}
+		return spokes[0].Client.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "nettune-controller"}, d) == nil &&
+			d.Spec.Replicas != nil && *d.Spec.Replicas == 3
+	})
+	if d := (&appsv1.Deployment{}); spokes[1].Client.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "nettune-controller"}, d) != nil ||
+		d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("depot-b's controller Deployment: %v replicas, want the chart's 2", d.Spec.Replicas)
+	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "depot-c", Name: addon.DefaultName}, &addonv1alpha1.ManagedClusterAddOn{}); err == nil {
 		t.Errorf("depot-c, outside the Placement, has a ManagedClusterAddOn")
 	}
@@ -235,7 +259,7 @@ func TestAddOn(t *testing.T) {
 					}
 					at2++
 					for _, a := range addons.Items {
-						if a.Namespace == w.Namespace && !(a.Labels[addon.VersionLabel] == "0.2.0" && meta.IsStatusConditionTrue(a.Status.Conditions, "Available")) {
+						if a.Namespace == w.Namespace && (a.Labels[addon.VersionLabel] != "0.2.0" || !meta.IsStatusConditionTrue(a.Status.Conditions, "Available")) {
 							busy++
 						}
 					}
@@ -283,6 +307,28 @@ func TestAddOn(t *testing.T) {
 	}
 	waitAddOnProfile(t, c, "both clusters admitted again at 0.2.0", func(p *hubProfile) bool {
 		return p.work("depot-a") && p.work("depot-b") && !strings.Contains(p.clusterMsg("depot-a")+p.clusterMsg("depot-b"), "no work placed")
+	})
+
+	// Out of the Placement: OCM's add-on manager deletes depot-b's add-on,
+	// nettune's its work, and the work agent what it applied there but the
+	// Namespace and the CRDs.
+	must(t, c.Patch(ctx, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "cluster.open-cluster-management.io/v1", Kind: "ManagedCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "depot-b"}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"nettune.io/addon":null}}}`))))
+	waitFor(t, 60*time.Second, "depot-b's controller Deployment removed by the work agent", func() bool {
+		return apierrors.IsNotFound(spokes[1].Client.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "nettune-controller"}, &appsv1.Deployment{}))
+	})
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "depot-b", Name: addon.WorkName(addon.DefaultName)}, &workv1.ManifestWork{}); !apierrors.IsNotFound(err) {
+		t.Errorf("depot-b's add-on work after it left the Placement: %v, want NotFound", err)
+	}
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addonNS}},
+		&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: "nettuningprofiles.nettune.io"}}} {
+		if err := spokes[1].Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil || !obj.GetDeletionTimestamp().IsZero() {
+			t.Errorf("depot-b's %s %s after the add-on left: %v (deleting: %t), want kept", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err, err == nil && !obj.GetDeletionTimestamp().IsZero())
+		}
+	}
+	waitAddOnProfile(t, c, "depot-b skipped again, its add-on gone", func(p *hubProfile) bool {
+		return strings.Contains(p.clusterMsg("depot-b"), "not installed")
 	})
 	t.Logf("TIMING whole test %s", time.Since(began).Round(time.Millisecond))
 }
