@@ -317,9 +317,11 @@ func TestAddOn(t *testing.T) {
 	waitFor(t, 60*time.Second, "depot-b's controller Deployment removed by the work agent", func() bool {
 		return apierrors.IsNotFound(spokes[1].Client.Get(ctx, client.ObjectKey{Namespace: addonNS, Name: "nettune-controller"}, &appsv1.Deployment{}))
 	})
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "depot-b", Name: addon.WorkName(addon.DefaultName)}, &workv1.ManifestWork{}); !apierrors.IsNotFound(err) {
-		t.Errorf("depot-b's add-on work after it left the Placement: %v, want NotFound", err)
-	}
+	// The work goes once the work agent has removed what it applied (its
+	// finalizer).
+	waitFor(t, 60*time.Second, "depot-b's add-on work deleted", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "depot-b", Name: addon.WorkName(addon.DefaultName)}, &workv1.ManifestWork{}))
+	})
 	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: addonNS}},
 		&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
 			ObjectMeta: metav1.ObjectMeta{Name: "nettuningprofiles.nettune.io"}}} {
