@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,6 +46,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nettune/nettune/controllers"
+	"github.com/nettune/nettune/controllers/addon"
 	"github.com/nettune/nettune/controllers/analysis"
 	"github.com/nettune/nettune/controllers/fleetcache"
 	"github.com/nettune/nettune/controllers/hub"
@@ -99,7 +101,34 @@ type Options struct {
 	// WorkStatusSync is the managed clusters' work agents'
 	// --status-sync-interval.
 	WorkStatusSync time.Duration
+	// AddOn runs, with Hub, nettune's Open Cluster Management add-on
+	// manager (docs/hub-addon.md).
+	AddOn AddOnOptions
 }
+
+// AddOnOptions are the add-on's flags: at a hub, the add-on manager and
+// the profile gate; in a cluster, the add-on's Lease.
+type AddOnOptions struct {
+	Manager        bool
+	Name           string
+	Placements     stringList
+	Rollout        string
+	MaxConcurrency string
+	ValuesFile     string
+	// Gate: "auto" (on with Manager), "true" or "false".
+	Gate       string
+	MinVersion string
+	// Lease, in a cluster, is the add-on Lease the controller renews in
+	// --namespace ("" renews none).
+	Lease         string
+	LeaseInterval time.Duration
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func (o *Options) register(fs *flag.FlagSet) {
 	ns := os.Getenv("POD_NAMESPACE")
@@ -118,6 +147,16 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Hub, "hub", false, "run as a hub on Open Cluster Management (docs/hub.md): profiles applied here are rolled out across the vehicles of the managed clusters their clusterSelector picks, through one ManifestWork per cluster; the cluster reconcilers do not run")
 	fs.StringVar(&o.ClusterNamespace, "cluster-namespace", "nettune-system", "with --hub: nettune's namespace in every managed cluster (where the hub places the revisions it names)")
 	fs.DurationVar(&o.WorkStatusSync, "work-status-sync-interval", hub.DefaultWorkStatusSync, "with --hub: the managed clusters' OCM work agents' --status-sync-interval; the clusters' controllers rewrite their vehicle report every (unreachableAfter - 2 x this)/4 so that a live one is never taken for a stopped one (docs/hub.md)")
+	fs.BoolVar(&o.AddOn.Manager, "addon-manager", false, "with --hub: run nettune's Open Cluster Management add-on manager (docs/hub-addon.md): keep the ClusterManagementAddOn --addon-name and install the chart built into this binary in every cluster that has its ManagedClusterAddOn, one ManifestWork each")
+	fs.StringVar(&o.AddOn.Name, "addon-name", addon.DefaultName, "the add-on's name (ClusterManagementAddOn, ManagedClusterAddOns, the Lease of its health)")
+	fs.Var(&o.AddOn.Placements, "addon-placement", "with --addon-manager: NAMESPACE/NAME of a Placement whose clusters get the add-on (repeatable; none: the install strategy is Manual, a ManagedClusterAddOn per cluster made by hand)")
+	fs.StringVar(&o.AddOn.Rollout, "addon-rollout", "Progressive", "with --addon-placement: how a new chart version goes out, All or Progressive")
+	fs.StringVar(&o.AddOn.MaxConcurrency, "addon-max-concurrency", "1", "with --addon-rollout=Progressive: clusters upgrading at once, a count or a percentage")
+	fs.StringVar(&o.AddOn.ValuesFile, "addon-values", "", "with --addon-manager: a YAML file of chart values for every cluster (an AddOnDeploymentConfig's customizedVariables go over them per cluster)")
+	fs.StringVar(&o.AddOn.Gate, "addon-gate", "auto", "with --hub: place profiles only in clusters whose add-on is Available at --addon-min-version or later (true, false, or auto: on with --addon-manager)")
+	fs.StringVar(&o.AddOn.MinVersion, "addon-min-version", "0.1.0", "with the add-on gate: the oldest chart version a profile may be placed on")
+	fs.StringVar(&o.AddOn.Lease, "addon-lease", "", "in a cluster: the Lease (in --namespace) to renew for Open Cluster Management's add-on health check; empty renews none")
+	fs.DurationVar(&o.AddOn.LeaseInterval, "addon-lease-interval", addon.DefaultLeaseInterval, "how often --addon-lease is renewed")
 	fs.StringVar(&o.LokiAddress, "loki-address", "", "Loki base URL for analyses without an address (e.g. http://loki.monitoring:3100)")
 	fs.StringVar(&o.PrometheusAddress, "prometheus-address", "", "Prometheus base URL for analyses without an address")
 	fs.StringVar(&o.LokiSecret, "loki-secret", "", "Secret in --namespace with the credentials (tenant, username/password or token, ca.crt, tls.crt/tls.key, header.NAME) sent with queries to --loki-address; read at every measurement (docs/observability.md)")
@@ -244,12 +283,29 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		setup.EventLog = shipper
 	}
 	if o.Hub {
+		if err := setupAddOnManager(mgr, o); err != nil {
+			return err
+		}
+		setup.AddOnGate, err = addOnGate(o)
+		if err != nil {
+			return err
+		}
 		err = controllers.SetupHub(mgr, setup, o.ClusterNamespace)
 	} else {
 		err = controllers.Setup(mgr, setup)
 	}
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
+	}
+	if !o.Hub && o.AddOn.Lease != "" {
+		// Past the cache: the controller watches no Leases.
+		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&addon.Lease{Client: c, Name: o.AddOn.Lease, Namespace: o.Namespace, Interval: o.AddOn.LeaseInterval}); err != nil {
+			return err
+		}
 	}
 	// The revisions' namespace must exist; say so early rather than at the
 	// first rollout.

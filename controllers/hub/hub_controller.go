@@ -87,6 +87,9 @@ type Reconciler struct {
 	// (DefaultWorkStatusSync when 0): the clusters' heartbeat leaves room
 	// for it (ReportInterval).
 	WorkStatusSync time.Duration
+	// AddOn, when set, places profiles only in clusters where nettune's
+	// OCM add-on is available at a compatible version (addongate.go).
+	AddOn *AddOnGate
 }
 
 // DefaultWorkWriters is how many ManifestWorks a reconcile writes at once.
@@ -117,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterNamespace == "" {
 		r.ClusterNamespace = "nettune-system"
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	return r.watchAddOns(ctrl.NewControllerManagedBy(mgr)).
 		Named("hubprofile").
 		For(&v1alpha1.NetTuningProfile{}).
 		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -210,6 +213,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		clusterOf map[string]string
 		dup       []string
 		existing  map[string]*workv1.ManifestWork
+		skipped   map[string]string
 	)
 	rd := round.Round{
 		Revisions: revs, Scheme: r.Scheme, Backends: r.Backends,
@@ -219,12 +223,22 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 			if err != nil {
 				return nil, err
 			}
+			var all []Cluster
+			all, clusters = clusters, nil
+			if clusters, skipped, err = r.AddOn.admit(ctx, r.Client, all, existing); err != nil {
+				return nil, err
+			}
 			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
 			clusters = Judge(clusters, in.Now, p.Spec.Rollout.GetUnreachableAfter())
 			in.Vehicles, clusterOf, dup = Vehicles(clusters, in.Now)
 			in.Clusters = make([]planner.Cluster, 0, len(clusters))
 			for _, c := range clusters {
 				in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Reports: c.Reports})
+			}
+			for _, c := range all {
+				if why, ok := skipped[c.Name]; ok {
+					in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: "no work placed: " + why})
+				}
 			}
 			return Kernels(in.Vehicles), nil
 		},
@@ -237,6 +251,9 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		return planner.Output{}, nil, err
 	}
 	res.Events = append(res.Events, FreshnessEvents(p.Status.Clusters, clusters, r.Now(), p.Spec.Rollout.GetUnreachableAfter())...)
+	if r.AddOn != nil {
+		skippedClusters(&res.Status, p.Generation, skipped, metav1.NewTime(r.Now()))
+	}
 	if len(dup) > 0 {
 		res.Events = append(res.Events, planner.Event{Warning: true, Reason: "DuplicateVehicle",
 			Message: "vehicles reported by more than one cluster, kept in the first: " + strings.Join(dup, ", ")})

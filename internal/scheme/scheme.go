@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -41,14 +42,14 @@ func New() (*runtime.Scheme, error) {
 }
 
 // NewHub returns New's scheme with the Open Cluster Management types a
-// nettune hub reads and writes: ManagedCluster (cluster/v1) and
-// ManifestWork (work/v1).
+// nettune hub reads and writes: ManagedCluster (cluster/v1), ManifestWork
+// (work/v1) and the add-on's types (addon/v1alpha1).
 func NewHub() (*runtime.Scheme, error) {
 	s, err := New()
 	if err != nil {
 		return nil, err
 	}
-	for _, add := range []func(*runtime.Scheme) error{clusterv1.Install, workv1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clusterv1.Install, workv1.Install, addonv1alpha1.Install} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("adding Open Cluster Management types: %w", err)
 		}

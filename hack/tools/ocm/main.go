@@ -21,6 +21,9 @@ limitations under the License.
 //	ocm hub    the hub's registration, placement and work (ManifestWorkReplicaSet)
 //	           controllers in one process, as cmd/registration "controller",
 //	           cmd/placement "controller" and cmd/work "manager" run them;
+//	           with --addon-manager also OCM's add-on manager (cmd/addon
+//	           "manager": ManagedClusterAddOns from a ClusterManagementAddOn's
+//	           install strategy, config rollout, install progression);
 //	ocm agent  the klusterlet agent in singleton mode (registration and work
 //	           agents in one process), OCM's own registration-operator "agent"
 //	           command.
@@ -46,11 +49,14 @@ import (
 
 	ocmfeature "open-cluster-management.io/api/feature"
 
+	"open-cluster-management.io/ocm/pkg/addon"
 	"open-cluster-management.io/ocm/pkg/cmd/spoke"
 	commonoptions "open-cluster-management.io/ocm/pkg/common/options"
 	"open-cluster-management.io/ocm/pkg/features"
 	placement "open-cluster-management.io/ocm/pkg/placement/controllers"
 	registrationhub "open-cluster-management.io/ocm/pkg/registration/hub"
+	registrationspoke "open-cluster-management.io/ocm/pkg/registration/spoke"
+	addonlease "open-cluster-management.io/ocm/pkg/registration/spoke/addon"
 	"open-cluster-management.io/ocm/pkg/version"
 	workhub "open-cluster-management.io/ocm/pkg/work/hub"
 )
@@ -78,7 +84,7 @@ func main() {
 	}
 	cmd.AddCommand(newHubCommand())
 	// "agent": registration and work agents in one process (singleton mode).
-	cmd.AddCommand(spoke.NewKlusterletAgentCmd())
+	cmd.AddCommand(newAgentCommand())
 
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
@@ -94,7 +100,7 @@ func newHubCommand() *cobra.Command {
 	registration := registrationhub.NewHubManagerOptions()
 	workOpts := workhub.NewWorkHubManagerOptions()
 	work := workhub.NewWorkHubManagerConfig(workOpts)
-	withPlacement, withWork := true, true
+	withPlacement, withWork, withAddon := true, true, false
 
 	start := func(ctx context.Context, cc *controllercmd.ControllerContext) error {
 		ctx, cancel := context.WithCancel(ctx)
@@ -105,6 +111,9 @@ func newHubCommand() *cobra.Command {
 		}
 		if withWork {
 			managers = append(managers, work.RunWorkHubManager)
+		}
+		if withAddon {
+			managers = append(managers, addon.RunManager)
 		}
 		errs := make(chan error, len(managers))
 		for _, run := range managers {
@@ -130,9 +139,24 @@ func newHubCommand() *cobra.Command {
 	opts.AddFlags(flags)
 	flags.BoolVar(&withPlacement, "placement", withPlacement, "Run the placement controller.")
 	flags.BoolVar(&withWork, "work", withWork, "Run the work hub manager (the ManifestWorkReplicaSet controller).")
+	flags.BoolVar(&withAddon, "addon-manager", withAddon, "Run OCM's add-on manager (ManagedClusterAddOns from a ClusterManagementAddOn's install strategy, config rollout and install progression).")
 
 	utilruntime.Must(features.HubMutableFeatureGate.Add(ocmfeature.DefaultHubRegistrationFeatureGates))
 	utilruntime.Must(features.HubMutableFeatureGate.Add(ocmfeature.DefaultHubWorkFeatureGates))
 	features.HubMutableFeatureGate.AddFlag(flags)
+	return cmd
+}
+
+// newAgentCommand is OCM's klusterlet agent command ("agent"), with two
+// more flags over the add-on lease health check its registration agent
+// runs; their defaults are OCM's.
+func newAgentCommand() *cobra.Command {
+	cmd := spoke.NewKlusterletAgentCmd()
+	cmd.Flags().DurationVar(&registrationspoke.AddOnLeaseControllerSyncInterval, "addon-lease-sync-interval",
+		registrationspoke.AddOnLeaseControllerSyncInterval,
+		"How often the registration agent reads every add-on's Lease and sets its ManagedClusterAddOn's Available condition.")
+	cmd.Flags().IntVar(&addonlease.AddOnLeaseControllerLeaseDurationSeconds, "addon-lease-duration-seconds",
+		addonlease.AddOnLeaseControllerLeaseDurationSeconds,
+		"An add-on's Lease counts as renewed for 5 times this after its renewTime (then Available=False).")
 	return cmd
 }

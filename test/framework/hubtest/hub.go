@@ -95,6 +95,15 @@ type Options struct {
 	// library-go does os.Exit); the harness starts it again, as a kubelet
 	// would. Default 15s, 10s, 2s (OCM's: 137s, 107s, 26s).
 	AgentLeaderElection [3]time.Duration
+	// AddOnManager runs OCM's add-on manager in the hub process (`ocm hub
+	// --addon-manager`): it creates a ManagedClusterAddOn in every cluster a
+	// ClusterManagementAddOn's install strategy places. Off by default.
+	AddOnManager bool
+	// AddOnLeaseSyncInterval is the agent's --addon-lease-sync-interval:
+	// how often its registration agent reads every add-on's Lease on the
+	// spoke and sets the ManagedClusterAddOn's Available condition (OCM's
+	// default, 30s, when 0).
+	AddOnLeaseSyncInterval time.Duration
 	// StartTimeout bounds each wait while starting: the hub's API server, a
 	// spoke's API server, a spoke's join. Default 3 minutes.
 	StartTimeout time.Duration
@@ -231,7 +240,7 @@ func StartHubWithOptions(dir string, opts Options) (h *Hub, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.ocm, err = startProc("ocm-hub", bin("ocm"), []string{
+	if h.ocm, err = startProc("ocm-hub", bin("ocm"), append([]string{
 		"hub",
 		"--kubeconfig=" + h.Kubeconfig,
 		"--namespace=" + HubNamespace,
@@ -239,7 +248,7 @@ func StartHubWithOptions(dir string, opts Options) (h *Hub, err error) {
 		fmt.Sprintf("--listen=127.0.0.1:%d", port),
 		"--feature-gates=ManagedClusterAutoApproval=true",
 		"--auto-approved-csr-users=" + BootstrapUser,
-	}, h.logPath("ocm-hub"), true); err != nil {
+	}, addOnManagerArgs(opts)...), h.logPath("ocm-hub"), true); err != nil {
 		return nil, err
 	}
 	// The registration controller makes the "default" and "global"
@@ -450,4 +459,11 @@ func poll(ctx context.Context, interval time.Duration, f func() error) error {
 		case <-time.After(interval):
 		}
 	}
+}
+
+func addOnManagerArgs(opts Options) []string {
+	if opts.AddOnManager {
+		return []string{"--addon-manager"}
+	}
+	return nil
 }

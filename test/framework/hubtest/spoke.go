@@ -201,6 +201,9 @@ func (h *Hub) StartSpoke(name string) (s *Spoke, err error) {
 		"--leader-election-renew-deadline=" + le[1].String(),
 		"--leader-election-retry-period=" + le[2].String(),
 	}
+	if h.opts.AddOnLeaseSyncInterval > 0 {
+		s.agentArgs = append(s.agentArgs, "--addon-lease-sync-interval="+h.opts.AddOnLeaseSyncInterval.String())
+	}
 	if err := s.StartAgent(); err != nil {
 		return nil, err
 	}
