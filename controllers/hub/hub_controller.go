@@ -209,6 +209,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		planner.Stall(&p.Status, p.Generation, pp.Reason, pp.Message, r.Now())
 		return ctrl.Result{}, r.patchStatus(ctx, base, p)
 	}
+	var changing *decisionsChanging
+	if errors.As(err, &changing) {
+		// OCM is rewriting the Placement's decisions: the next look, or
+		// the watches, see them whole.
+		logger.V(1).Info("waiting for the Placement's decisions", "why", changing.msg)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	if err != nil {
 		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))

@@ -241,6 +241,9 @@ func (r *Reconciler) selectClusters(ctx context.Context, p *v1alpha1.NetTuningPr
 		if err != nil {
 			return nil, err
 		}
+		if why := DecisionsSettled(pl, decisions); why != "" {
+			return nil, &decisionsChanging{msg: why}
+		}
 		for _, d := range decisions {
 			if mc := byName[d.Cluster]; mc != nil {
 				sel.clusters = append(sel.clusters, mc)
@@ -273,6 +276,36 @@ func (r *Reconciler) selectClusters(ctx context.Context, p *v1alpha1.NetTuningPr
 	sort.Slice(sel.clusters, func(i, j int) bool { return sel.clusters[i].Name < sel.clusters[j].Name })
 	return sel, nil
 }
+
+// DecisionsSettled says why decisions, read from a Placement's
+// PlacementDecisions, are not the whole of what its status says it decided
+// ("" when they are). OCM rewrites a Placement's decisions one
+// PlacementDecision after the other, and its status last: read in
+// between, they are a mix of the old decision and the new (a Placement
+// emptied showed one group gone and another still there), and a work
+// removed on such a read would be removed for nothing.
+func DecisionsSettled(pl *clusterv1beta1.Placement, decisions []Decision) string {
+	if int(pl.Status.NumberOfSelectedClusters) != len(decisions) {
+		return fmt.Sprintf("Placement %s/%s: %d cluster(s) in its PlacementDecisions, %d in its status", pl.Namespace, pl.Name, len(decisions), pl.Status.NumberOfSelectedClusters)
+	}
+	byGroup := map[int32]int32{}
+	for _, d := range decisions {
+		byGroup[d.Group]++
+	}
+	for _, g := range pl.Status.DecisionGroups {
+		if byGroup[g.DecisionGroupIndex] != g.ClustersCount {
+			return fmt.Sprintf("Placement %s/%s: %d cluster(s) of decision group %d in its PlacementDecisions, %d in its status",
+				pl.Namespace, pl.Name, byGroup[g.DecisionGroupIndex], g.DecisionGroupIndex, g.ClustersCount)
+		}
+	}
+	return ""
+}
+
+// decisionsChanging: the Placement's decisions are being rewritten; the
+// reconcile waits for them (and writes or removes no work).
+type decisionsChanging struct{ msg string }
+
+func (e *decisionsChanging) Error() string { return e.msg }
 
 // isPlacementProblem returns err's *PlacementProblem.
 func isPlacementProblem(err error) (*PlacementProblem, bool) {

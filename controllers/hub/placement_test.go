@@ -144,3 +144,22 @@ func TestPlacementWarnings(t *testing.T) {
 		t.Errorf("unreachable missing, unavailable for 300 s: %v", w)
 	}
 }
+
+// TestDecisionsSettled: decisions read while OCM rewrites them (fewer than
+// the Placement's status counts, or another group's) are not taken.
+func TestDecisionsSettled(t *testing.T) {
+	pl := &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "depots"}, Status: clusterv1beta1.PlacementStatus{
+		NumberOfSelectedClusters: 3,
+		DecisionGroups:           []clusterv1beta1.DecisionGroupStatus{{DecisionGroupIndex: 0, ClustersCount: 1}, {DecisionGroupIndex: 1, ClustersCount: 2}}}}
+	whole := []Decision{{Cluster: "a"}, {Cluster: "b", Group: 1}, {Cluster: "c", Group: 1}}
+	if why := DecisionsSettled(pl, whole); why != "" {
+		t.Errorf("whole decisions: %s", why)
+	}
+	if why := DecisionsSettled(pl, whole[1:]); !strings.Contains(why, "2 cluster(s) in its PlacementDecisions, 3 in its status") {
+		t.Errorf("one group gone: %q", why)
+	}
+	moved := []Decision{{Cluster: "a"}, {Cluster: "b"}, {Cluster: "c", Group: 1}}
+	if why := DecisionsSettled(pl, moved); !strings.Contains(why, "decision group 0") {
+		t.Errorf("a cluster in another group: %q", why)
+	}
+}
