@@ -58,7 +58,7 @@ type Decision struct {
 }
 
 // PlacementDecisions reads the decisions of the Placement namespace/name:
-// every PlacementDecision labelled with the Placement's name (OCM splits
+// every PlacementDecision labeled with the Placement's name (OCM splits
 // the decisions of a Placement over several objects, each of one decision
 // group), sorted by cluster. A cluster in two decisions keeps the lower
 // group.
