@@ -248,3 +248,15 @@ func TestPlacementWarnings(t *testing.T) {
 		t.Errorf("clusterSelector: %+v, want no PlacementWarnings", c)
 	}
 }
+
+// TestClusterMessageFitsTheStatus: a cluster's message quoting a long
+// answer of its API server is cut to what status.clusters[].message holds
+// (1,024 bytes), or the status patch would be refused.
+func TestClusterMessageFitsTheStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	long := "the profile is not applied in the cluster (AppliedManifestFailed: " + strings.Repeat("Get https://127.0.0.1:39669/apis: connection refused; ", 40) + ")"
+	st := planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Clusters: []planner.Cluster{{Name: "c0", Message: long}}}).Status
+	if n := len(st.Clusters[0].Message); n > 1024 || !strings.HasPrefix(st.Clusters[0].Message, "the profile is not applied") {
+		t.Errorf("message of %d bytes: %q", n, st.Clusters[0].Message)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
+	"github.com/nettune/nettune/internal/text"
 )
 
 // follow carries out a hub's decision in a cluster (in.Hub): every vehicle
@@ -165,7 +166,10 @@ func (p *plan) report() {
 
 // clusterStatus summarizes one cluster for a hub profile's status.
 func (p *plan) clusterStatus(c Cluster) v1alpha1.ClusterStatus {
-	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Vehicles: int32(len(c.Reports)),
+	// The message quotes what OCM and the cluster's API server said, of any
+	// length: cut to what status.clusters[].message holds, or the status
+	// patch is refused and the rollout stops.
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: text.Truncate(c.Message, 1024), Vehicles: int32(len(c.Reports)),
 		DecisionGroup: c.DecisionGroup, RolloutStatus: p.rolloutStatus(c)}
 	for _, rep := range c.Reports {
 		if want, ok := p.out.Assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
