@@ -81,6 +81,51 @@ func (h *HubAssignment) Rollout() *RolloutSpec {
 	return &RolloutSpec{UnreachableAfter: h.UnreachableAfter, Apply: h.Apply}
 }
 
+// PlacementRef names an Open Cluster Management Placement
+// (cluster.open-cluster-management.io/v1beta1) in a namespace of the hub.
+type PlacementRef struct {
+	// namespace is the Placement's namespace: the ManagedClusterSetBindings
+	// there bound the clusters it may select.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+	// name is the Placement's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+}
+
+// String is "namespace/name".
+func (r *PlacementRef) String() string { return r.Namespace + "/" + r.Name }
+
+// ClusterRolloutStatus is a cluster's state in a hub's rollout, in Open
+// Cluster Management's rollout vocabulary (sdk-go
+// pkg/apis/cluster/v1alpha1 RolloutStatus).
+// +kubebuilder:validation:Enum=ToApply;Progressing;Succeeded;Failed;TimeOut
+type ClusterRolloutStatus string
+
+const (
+	// ClusterToApply: none of the cluster's vehicles is assigned the
+	// revision being rolled out yet (or the cluster has not reported).
+	ClusterToApply ClusterRolloutStatus = "ToApply"
+	// ClusterProgressing: a vehicle of the cluster is assigned a revision
+	// it has not verified yet.
+	ClusterProgressing ClusterRolloutStatus = "Progressing"
+	// ClusterSucceeded: every vehicle of the cluster verified the revision
+	// the plan assigns it.
+	ClusterSucceeded ClusterRolloutStatus = "Succeeded"
+	// ClusterFailed: a vehicle of the cluster failed its revision.
+	ClusterFailed ClusterRolloutStatus = "Failed"
+	// ClusterTimeOut: a vehicle of the cluster that has not verified its
+	// revision has been Unreachable past the rollout's unreachableTimeout
+	// (the rollout went on without it).
+	ClusterTimeOut ClusterRolloutStatus = "TimeOut"
+)
+
 // ClusterStatus is one managed cluster of a hub profile.
 type ClusterStatus struct {
 	// name is the ManagedCluster's name.
@@ -98,6 +143,16 @@ type ClusterStatus struct {
 	// unreachableAfter): its vehicles count as Unreachable, never as Failed.
 	// +optional
 	Reachable bool `json:"reachable"`
+	// decisionGroup is the index of the Placement's decision group the
+	// cluster is in (spec.placement; 0 with clusterSelector): group 0 moves
+	// first.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DecisionGroup int32 `json:"decisionGroup,omitempty"`
+	// rolloutStatus is the cluster's state in the rollout, in Open Cluster
+	// Management's rollout vocabulary, from its vehicles' reports.
+	// +optional
+	RolloutStatus ClusterRolloutStatus `json:"rolloutStatus,omitempty"`
 	// message says what the hub last saw of the cluster's work.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

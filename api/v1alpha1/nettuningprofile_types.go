@@ -36,6 +36,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cwnd) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.ssthresh) || has(p.parameters.cwnd) || p.parameters.ssthresh <= self.defaults.cwnd.value)",message="a host pair's ssthresh must not exceed the cwnd.value it inherits from defaults",fieldPath=".hostPairs"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.ssthresh) || !has(self.hostPairs) || self.hostPairs.all(p, !has(p.parameters) || !has(p.parameters.cwnd) || has(p.parameters.ssthresh) || self.defaults.ssthresh <= p.parameters.cwnd.value)",message="a host pair's cwnd.value must not be below the ssthresh it inherits from defaults",fieldPath=".hostPairs"
 // +kubebuilder:validation:XValidation:rule="!(has(self.clusterSelector) && has(self.hubAssignment))",message="clusterSelector (read at a hub) and hubAssignment (written by a hub into a cluster) exclude each other",fieldPath=".hubAssignment"
+// +kubebuilder:validation:XValidation:rule="!(has(self.clusterSelector) && has(self.placement))",message="placement and clusterSelector exclude each other: a hub profile selects its clusters with one of them",fieldPath=".placement"
+// +kubebuilder:validation:XValidation:rule="!(has(self.placement) && has(self.hubAssignment))",message="placement (read at a hub) and hubAssignment (written by a hub into a cluster) exclude each other",fieldPath=".hubAssignment"
 type NetTuningProfileSpec struct {
 	// nodeSelector selects the nodes this profile tunes. Empty selects every
 	// node that carries the vehicle label.
@@ -133,6 +135,17 @@ type NetTuningProfileSpec struct {
 	// part of the revision.
 	// +optional
 	ClusterSelector *LabelSelector `json:"clusterSelector,omitempty"`
+
+	// placement is read by a nettune hub only (docs/hub.md): the Open
+	// Cluster Management Placement (cluster.open-cluster-management.io/v1beta1)
+	// whose decisions are the managed clusters this profile is rolled out
+	// to, bounded by the ManagedClusterSetBindings of the Placement's
+	// namespace; its decision groups set the rollout's order across
+	// clusters (canaries from the first group, then group by group).
+	// Excludes clusterSelector. A cluster's own controller ignores it, and
+	// it is not part of the revision.
+	// +optional
+	Placement *PlacementRef `json:"placement,omitempty"`
 
 	// hubAssignment is written by a nettune hub into the copy of a profile
 	// it places in a cluster: the revision of each of the cluster's vehicles,
@@ -928,7 +941,7 @@ type NetTuningProfileStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready, Reconciling, Stalled, Progressing, RolledBack,
-	// Paused, Conflict, RenderWarnings.
+	// Paused, Conflict, RenderWarnings; at a hub, PlacementWarnings.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

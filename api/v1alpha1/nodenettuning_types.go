@@ -61,6 +61,11 @@ const (
 	// nodes skipped or cut something (a peer without a LAN address, an
 	// invalid device, a list over its cap); the message says what and where.
 	ConditionRenderWarnings = "RenderWarnings"
+	// ConditionPlacementWarnings is written at a hub for a profile with
+	// spec.placement: True while the Placement lets a cluster go that the
+	// rollout should keep (it does not tolerate the taints OCM gives a
+	// silent cluster forever); the message names the missing tolerations.
+	ConditionPlacementWarnings = "PlacementWarnings"
 )
 
 // NodeRoute is one concrete route to tune on the node.

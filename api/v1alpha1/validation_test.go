@@ -355,6 +355,16 @@ clusterSelector: {matchExpressions: [{key: region, operator: In}]}`, "spec.clust
 clusterSelector: {matchExpressions: [{key: region, operator: DoesNotExist, values: [eu]}]}`, "spec.clusterSelector.matchExpressions[0].values", "take no values"},
 	{"cluster selector expression value with a space", `defaults: {initcwnd: 10}
 clusterSelector: {matchExpressions: [{key: region, operator: In, values: ["eu west"]}]}`, "spec.clusterSelector.matchExpressions[0].values[0]", "should match"},
+	{"placement and cluster selector", `defaults: {initcwnd: 10}
+placement: {namespace: fleet, name: depots}
+clusterSelector: {}`, "spec.placement", "placement and clusterSelector exclude each other"},
+	{"placement and hub assignment", `defaults: {initcwnd: 10}
+placement: {namespace: fleet, name: depots}
+hubAssignment: {stable: p-1}`, "spec.hubAssignment", "placement (read at a hub) and hubAssignment"},
+	{"placement namespace not a name", `defaults: {initcwnd: 10}
+placement: {namespace: Fleet, name: depots}`, "spec.placement.namespace", "should match"},
+	{"placement without a name", `defaults: {initcwnd: 10}
+placement: {namespace: fleet}`, "spec.placement.name", "Required value"},
 	// Durations that must be positive.
 	{"unreachableAfter zero", `defaults: {initcwnd: 10}
 rollout: {canary: {count: 1}, unreachableAfter: 0s}`, "spec.rollout.unreachableAfter", "must be a positive duration"},

@@ -70,6 +70,7 @@ func render(w io.Writer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts
 	renderSteps(&b, p, now)
 	renderAnalysis(&b, p, now)
 	renderConditions(&b, p)
+	renderClusters(&b, p)
 	renderVehicles(&b, p, nodes, nnts, now, wide)
 	_, _ = w.Write(b.Bytes())
 }
@@ -449,6 +450,38 @@ func vehicleRows(p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alp
 		rows = append(rows, r)
 	}
 	return rows, f.Unlabelled, nil
+}
+
+// renderClusters lists a hub profile's clusters (status.clusters): their
+// decision group, their state in the rollout in Open Cluster Management's
+// words, their vehicles and what the hub saw. Nothing for a cluster's
+// profile.
+func renderClusters(b *bytes.Buffer, p *v1alpha1.NetTuningProfile) {
+	st := p.Status
+	if st.Clusters == nil && p.Spec.Placement == nil && p.Spec.ClusterSelector == nil {
+		return
+	}
+	b.WriteString("\n")
+	switch {
+	case p.Spec.Placement != nil:
+		fmt.Fprintf(b, "Clusters (Placement %s):\n", p.Spec.Placement)
+	default:
+		b.WriteString("Clusters (clusterSelector):\n")
+	}
+	if len(st.Clusters) == 0 {
+		b.WriteString("  none selected\n")
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CLUSTER\tGROUP\tROLLOUT\tVEHICLES\tVERIFIED\tREACHABLE\tMESSAGE")
+	for _, c := range st.Clusters {
+		reachable := "yes"
+		if !c.Reachable {
+			reachable = "no"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%s\t%s\n", c.Name, c.DecisionGroup, orDash(string(c.RolloutStatus)), c.Vehicles, c.Verified, reachable, orDash(oneLine(c.Message)))
+	}
+	_ = tw.Flush()
 }
 
 func renderVehicles(b *bytes.Buffer, p *v1alpha1.NetTuningProfile, nodes []corev1.Node, nnts []v1alpha1.NodeNetTuning, now time.Time, wide bool) {

@@ -213,6 +213,34 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// TestRenderGoldenHub: a hub profile with a Placement lists its clusters
+// with their decision group and rollout status.
+func TestRenderGoldenHub(t *testing.T) {
+	p, _, _ := goldenFleet()
+	p.Spec.Placement = &v1alpha1.PlacementRef{Namespace: "fleet", Name: "depots"}
+	p.Status.Clusters = []v1alpha1.ClusterStatus{
+		{Name: "depot-a", DecisionGroup: 0, RolloutStatus: v1alpha1.ClusterSucceeded, Vehicles: 2, Verified: 2, Reachable: true},
+		{Name: "depot-b", DecisionGroup: 1, RolloutStatus: v1alpha1.ClusterProgressing, Vehicles: 2, Verified: 1, Reachable: true},
+		{Name: "depot-c", DecisionGroup: 1, RolloutStatus: v1alpha1.ClusterToApply, Vehicles: 2, Reachable: false,
+			Message: "not Available (ManagedClusterLeaseUpdateStopped: Registration agent stopped updating its lease.)"},
+	}
+	var b bytes.Buffer
+	Render(&b, p, nil, nil, goldenNow)
+	golden := filepath.Join("testdata", "hub-status.golden")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", golden, err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Errorf("Render output differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", golden, b.String(), want)
+	}
+}
+
 // TestRenderIsPure renders twice and with reordered inputs: same output.
 func TestRenderIsPure(t *testing.T) {
 	p, nodes, nnts := goldenFleet()

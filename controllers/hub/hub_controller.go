@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -28,11 +27,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,8 +112,10 @@ func (r *Reconciler) workers() int {
 }
 
 // SetupWithManager registers the reconciler and its watches: the hub's
-// profiles, their ManifestWorks (status feedback) and the managed clusters
-// (availability, and clusters that join or leave).
+// profiles, their ManifestWorks (status feedback), the managed clusters
+// (availability, and clusters that join or leave), and the Placements,
+// PlacementDecisions and ManagedClusterSetBindings of the profiles with a
+// spec.placement.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
@@ -130,8 +134,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetAnnotations()[ProfileAnnotation]}}}
 		})).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allProfiles)).
+		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.placementProfiles(ctx, o.GetNamespace(), o.GetName())
+		})).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			name, ok := o.GetLabels()[clusterv1beta1.PlacementLabel]
+			if !ok {
+				return nil
+			}
+			return r.placementProfiles(ctx, o.GetNamespace(), name)
+		})).
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.placementProfiles(ctx, o.GetNamespace(), "")
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: &r.SkipNameValidation, RateLimiter: retry.Limiter()}).
 		Complete(r)
+}
+
+// placementProfiles are the profiles whose spec.placement is the
+// Placement namespace/name (any Placement of namespace when name is "").
+func (r *Reconciler) placementProfiles(ctx context.Context, namespace, name string) []reconcile.Request {
+	list := &v1alpha1.NetTuningProfileList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		ref := list.Items[i].Spec.Placement
+		if ref != nil && ref.Namespace == namespace && (name == "" || ref.Name == name) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
 }
 
 func (r *Reconciler) allProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -177,7 +211,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "InvalidApplyPolicy", "Rollout", "%s", err.Error())
 		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.patchStatus(ctx, base, p))
 	}
-	out, taken, err := r.plan(ctx, p)
+	sel, err := r.selectClusters(ctx, p)
+	if pp, ok := isPlacementProblem(err); ok {
+		// A Placement that cannot be used, or decides no cluster: no work
+		// is written or removed (a Placement emptied by mistake must not
+		// take the profile from every cluster), and the profile says why.
+		// Its watches bring the profile back when the Placement, its
+		// decisions or the namespace's bindings change.
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStalled); c == nil || c.Message != pp.Message {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, pp.Reason, "Placement", "%s", pp.Message)
+		}
+		planner.Stall(&p.Status, p.Generation, pp.Reason, pp.Message, r.Now())
+		return ctrl.Result{}, r.patchStatus(ctx, base, p)
+	}
+	var changing *decisionsChanging
+	if errors.As(err, &changing) {
+		// OCM is rewriting the Placement's decisions: the next look, or
+		// the watches, see them whole.
+		logger.V(1).Info("waiting for the Placement's decisions", "why", changing.msg)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
+		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
+	}
+	out, taken, err := r.plan(ctx, p, sel)
 	if err != nil {
 		planner.Stall(&p.Status, p.Generation, "ReconcileError", err.Error(), r.Now())
 		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, base, p))
@@ -185,6 +243,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p.Status = out.Status
 	if err := r.patchStatus(ctx, base, p); err != nil {
 		return ctrl.Result{}, err
+	}
+	if msg, raised := planner.ConditionRaised(base.Status.Conditions, p.Status.Conditions, v1alpha1.ConditionPlacementWarnings); raised {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "PlacementWarnings", "Placement", "%s", msg)
 	}
 	for _, t := range taken {
 		typ, reason, msg := t.Event()
@@ -206,7 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // clusters the profile selects, and writes each cluster's ManifestWork with
 // its share of the decision; the planner writes the whole status, the
 // clusters' summary included.
-func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (planner.Output, []measure.Taken, error) {
+func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile, sel *selection) (planner.Output, []measure.Taken, error) {
 	revs := revision.NewStore(r.Client, r.Namespace)
 	var (
 		clusters  []Cluster
@@ -219,7 +280,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 		Revisions: revs, Scheme: r.Scheme, Backends: r.Backends,
 		Observe: func(ctx context.Context, in *planner.Input) (measure.Kernels, error) {
 			var err error
-			clusters, existing, err = r.observe(ctx, p)
+			clusters, existing, err = r.observe(ctx, p, sel)
 			if err != nil {
 				return nil, err
 			}
@@ -228,22 +289,24 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 			if clusters, skipped, err = r.AddOn.admit(ctx, r.Client, all, existing); err != nil {
 				return nil, err
 			}
+			in.Placement = sel.placement
 			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
 			clusters = Judge(clusters, in.Now, p.Spec.Rollout.GetUnreachableAfter())
 			in.Vehicles, clusterOf, dup = Vehicles(clusters, in.Now)
 			in.Clusters = make([]planner.Cluster, 0, len(clusters))
 			for _, c := range clusters {
-				in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Reports: c.Reports})
+				in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: c.Message, Reports: c.Reports,
+					DecisionGroup: sel.group[c.Name]})
 			}
 			for _, c := range all {
 				if why, ok := skipped[c.Name]; ok {
-					in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: "no work placed: " + why})
+					in.Clusters = append(in.Clusters, planner.Cluster{Name: c.Name, Reachable: c.Reachable, Message: "no work placed: " + why, DecisionGroup: sel.group[c.Name]})
 				}
 			}
 			return Kernels(in.Vehicles), nil
 		},
 		Apply: func(ctx context.Context, out planner.Output) error {
-			return r.placeAll(ctx, p, revs, out, clusters, clusterOf, existing)
+			return r.placeAll(ctx, p, revs, out, clusters, clusterOf, existing, sel.silent)
 		},
 	}
 	res, err := rd.Run(ctx, p)
@@ -264,11 +327,8 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (pl
 // observe reads the managed clusters the profile selects, each with the
 // profile's ManifestWork in it, and returns the profile's works by cluster
 // (those of clusters no longer selected included).
-func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile) ([]Cluster, map[string]*workv1.ManifestWork, error) {
-	selected, err := r.selectClusters(ctx, p)
-	if err != nil {
-		return nil, nil, err
-	}
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile, sel *selection) ([]Cluster, map[string]*workv1.ManifestWork, error) {
+	selected := sel.clusters
 	works := &workv1.ManifestWorkList{}
 	if err := r.List(ctx, works, client.MatchingLabels{ManagedByLabel: ManagedBy}); err != nil {
 		return nil, nil, fmt.Errorf("list ManifestWorks: %w", err)
@@ -289,9 +349,10 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile) 
 
 // placeAll writes each selected cluster's ManifestWork with the cluster's
 // share of out's decision, and removes the profile's works from the
-// clusters no longer selected.
+// clusters no longer selected, but for those silent now (not Available):
+// theirs is kept, as it is, until they are Available again.
 func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile, revs *revision.Store, out planner.Output,
-	clusters []Cluster, clusterOf map[string]string, existing map[string]*workv1.ManifestWork) error {
+	clusters []Cluster, clusterOf map[string]string, existing map[string]*workv1.ManifestWork, silent map[string]bool) error {
 	rev := revision.Name(p)
 	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
 		if name == rev {
@@ -319,37 +380,21 @@ func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile,
 		}()
 	}
 	wg.Wait()
-	// Clusters no longer selected (or gone) lose the profile.
+	// Clusters no longer selected (or gone) lose the profile. A silent
+	// cluster keeps its work until it is Available again: OCM drops a
+	// silent cluster from the decisions of a Placement that does not
+	// tolerate its taints, and puts it back when it returns; removing its
+	// work meanwhile would take the profile from its vehicles when it
+	// returns, and give it back a moment later.
 	for ns, w := range existing {
+		if silent[ns] {
+			continue
+		}
 		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove the work from cluster %s: %w", ns, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// selectClusters lists the managed clusters the profile selects, by name.
-func (r *Reconciler) selectClusters(ctx context.Context, p *v1alpha1.NetTuningProfile) ([]*clusterv1.ManagedCluster, error) {
-	opts := []client.ListOption{}
-	if p.Spec.ClusterSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.ClusterSelector.AsMetav1())
-		if err != nil {
-			return nil, fmt.Errorf("spec.clusterSelector: %w", err)
-		}
-		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
-	}
-	list := &clusterv1.ManagedClusterList{}
-	if err := r.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("list ManagedClusters: %w", err)
-	}
-	out := make([]*clusterv1.ManagedCluster, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp.IsZero() {
-			out = append(out, &list.Items[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 // place writes the cluster's ManifestWork when its share changed.

@@ -26,7 +26,8 @@ import (
 )
 
 // order puts the canaries first, then the other vehicles in a stable order
-// (at a hub, cluster by cluster).
+// (at a hub, cluster by cluster; with a Placement's decision groups, group
+// by group first).
 func (p *plan) order() {
 	canary := map[string]int{}
 	for i, c := range p.st().CanaryVehicles {
@@ -48,6 +49,11 @@ func (p *plan) order() {
 		if ca {
 			return ia < ib
 		}
+		if ga, gb := p.groupOf(a), p.groupOf(b); ga != gb {
+			// A Placement's decision groups: all of group 0 before
+			// group 1.
+			return ga < gb
+		}
 		if a.Group != b.Group {
 			// At a hub, whole clusters move together, in a stable
 			// pseudo-random order of the clusters: a step touches each
@@ -57,6 +63,9 @@ func (p *plan) order() {
 		return p.before(a.Name, b.Name)
 	})
 }
+
+// groupOf is the decision group of a vehicle's cluster (0 without one).
+func (p *plan) groupOf(v Vehicle) int32 { return p.decisionGroup[v.Group] }
 
 // before orders vehicles in the profile's stable pseudo-random order.
 func (p *plan) before(a, b string) bool {
@@ -128,11 +137,68 @@ const MaxCanaryVehicles = 1000
 // stratified picks n vehicles so that every hardware model of the fleet is
 // represented (n is raised to the number of models), preferring reachable
 // vehicles, round-robin across models in a stable pseudo-random order; at a
-// hub, within a model, round-robin across clusters too.
+// hub, within a model, round-robin across clusters too. With a Placement's
+// decision groups the cohort comes from the lowest group (the models
+// counted are that group's), and from the next groups only when it has
+// fewer than n vehicles.
 func (p *plan) stratified(n int) []string {
+	pools := [][]Vehicle{p.in.Vehicles}
+	if p.grouped {
+		pools = p.byDecisionGroup()
+	}
+	var out []string
+	closed := 0
+	for i, pool := range pools {
+		if len(out) >= n {
+			break
+		}
+		picked, c := p.stratifiedOf(pool, n-len(out), i == 0)
+		out = append(out, picked...)
+		closed += c
+	}
+	passed := 0
+	for _, v := range p.in.Vehicles {
+		if v.GateClosed && !p.excluded[v.Name] {
+			passed++
+		}
+	}
+	passed -= closed
+	switch {
+	case passed > 0:
+		p.event(false, "CanaryGatesOpen", "canary cohort chosen among vehicles that can take the change now: %d vehicle(s) with a closed apply gate passed over", passed)
+	case closed > 0:
+		p.event(true, "CanaryGatesClosed", "%d canary vehicle(s) have a closed apply gate: they are Deferred until it opens", closed)
+	}
+	return out
+}
+
+// byDecisionGroup is the vehicles by their cluster's decision group, the
+// lowest group first.
+func (p *plan) byDecisionGroup() [][]Vehicle {
+	byGroup := map[int32][]Vehicle{}
+	var groups []int32
+	for _, v := range p.in.Vehicles {
+		g := p.groupOf(v)
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], v)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
+	out := make([][]Vehicle, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, byGroup[g])
+	}
+	return out
+}
+
+// stratifiedOf picks up to n of vs as stratified does (n raised to the
+// number of their models when raise), and says how many of those picked
+// have a closed apply gate.
+func (p *plan) stratifiedOf(vs []Vehicle, n int, raise bool) (out []string, closed int) {
 	groups := map[string][]Vehicle{}
 	var models []string
-	for _, v := range p.in.Vehicles {
+	for _, v := range vs {
 		if p.excluded[v.Name] {
 			continue
 		}
@@ -159,11 +225,9 @@ func (p *plan) stratified(n int) []string {
 		})
 		groups[m] = spreadGroups(g)
 	}
-	if n < len(models) {
+	if raise && n < len(models) {
 		n = len(models)
 	}
-	var out []string
-	passed, closed := 0, 0
 	for round := 0; len(out) < n; round++ {
 		took := false
 		for _, m := range models {
@@ -180,17 +244,5 @@ func (p *plan) stratified(n int) []string {
 			break
 		}
 	}
-	for _, v := range p.in.Vehicles {
-		if v.GateClosed && !p.excluded[v.Name] {
-			passed++
-		}
-	}
-	passed -= closed
-	switch {
-	case passed > 0:
-		p.event(false, "CanaryGatesOpen", "canary cohort chosen among vehicles that can take the change now: %d vehicle(s) with a closed apply gate passed over", passed)
-	case closed > 0:
-		p.event(true, "CanaryGatesClosed", "%d canary vehicle(s) have a closed apply gate: they are Deferred until it opens", closed)
-	}
-	return out
+	return out, closed
 }

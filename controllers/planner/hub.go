@@ -21,6 +21,7 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -99,6 +100,45 @@ type Cluster struct {
 	// Reports are its vehicles as its controller last reported them (the
 	// cluster's status.vehicleReport; nil before the first report).
 	Reports []v1alpha1.VehicleReport
+	// DecisionGroup is the index of the Placement's decision group the
+	// cluster is in (0 for every cluster of a clusterSelector): the canary
+	// cohort comes from the lowest group, and the steps move the vehicles
+	// group by group.
+	DecisionGroup int32
+}
+
+// PlacementFindings are what a hub found in the Placement a profile
+// refers to (Input.Placement).
+type PlacementFindings struct {
+	// Warnings say what of the Placement may cost the rollout a cluster
+	// (a missing toleration), sorted.
+	Warnings []string
+}
+
+// placementConditions sets the PlacementWarnings condition from f; without
+// a Placement (f nil) the condition is removed.
+func placementConditions(st *v1alpha1.NetTuningProfileStatus, gen int64, f *PlacementFindings, now time.Time) {
+	if f == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPlacementWarnings)
+		return
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionPlacementWarnings, Status: metav1.ConditionFalse, Reason: "PlacementKeepsSilentClusters",
+		Message: "the Placement keeps a silent cluster in its decisions", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
+	if len(f.Warnings) > 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "MissingToleration", boundedList("", f.Warnings)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// ConditionRaised reports whether condition t turned True from before to
+// after, with its message: worth one Warning event.
+func ConditionRaised(before, after []metav1.Condition, t string) (msg string, raised bool) {
+	c := meta.FindStatusCondition(after, t)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", false
+	}
+	old := meta.FindStatusCondition(before, t)
+	return c.Message, old == nil || old.Status != metav1.ConditionTrue || old.Message != c.Message
 }
 
 // report writes what the status says besides the rollout itself:
@@ -113,8 +153,9 @@ func (p *plan) report() {
 	if p.in.Clusters != nil {
 		st.Clusters = make([]v1alpha1.ClusterStatus, len(p.in.Clusters))
 		for i, c := range p.in.Clusters {
-			st.Clusters[i] = clusterStatus(c, p.out.Assign)
+			st.Clusters[i] = p.clusterStatus(c)
 		}
+		placementConditions(st, p.in.Generation, p.in.Placement, p.in.Now)
 		return
 	}
 	prev := st.VehicleReport
@@ -143,16 +184,66 @@ func hubReport(prev string, lines []v1alpha1.VehicleReport, generation int64, no
 }
 
 // clusterStatus summarizes one cluster for a hub profile's status.
-func clusterStatus(c Cluster, assign map[string]string) v1alpha1.ClusterStatus {
-	// The message quotes what OCM says (an apply error can be long): cut to
-	// the field's bound, or the whole status would be refused.
-	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: text.Truncate(c.Message, 1024), Vehicles: int32(len(c.Reports))}
+func (p *plan) clusterStatus(c Cluster) v1alpha1.ClusterStatus {
+	// The message quotes what OCM and the cluster's API server said, of any
+	// length: cut to what status.clusters[].message holds, or the status
+	// patch is refused and the rollout stops.
+	cs := v1alpha1.ClusterStatus{Name: c.Name, Reachable: c.Reachable, Message: text.Truncate(c.Message, 1024), Vehicles: int32(len(c.Reports)),
+		DecisionGroup: c.DecisionGroup, RolloutStatus: p.rolloutStatus(c)}
 	for _, rep := range c.Reports {
-		if want, ok := assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
+		if want, ok := p.out.Assign[rep.Vehicle]; ok && want != "" && rep.Revision == want && rep.Verified && !rep.Mixed {
 			cs.Verified++
 		}
 	}
 	return cs
+}
+
+// rolloutStatus is a cluster's state in the rollout in Open Cluster
+// Management's words: Failed when a vehicle of it failed; ToApply before
+// it reported, or while a rollout is under way and none of its vehicles is
+// assigned the rollout's revision yet; Succeeded when every vehicle
+// verified what the plan assigns it; TimeOut when one that has not is
+// Unreachable past unreachableTimeout; Progressing otherwise.
+func (p *plan) rolloutStatus(c Cluster) v1alpha1.ClusterRolloutStatus {
+	if c.Reports == nil {
+		return v1alpha1.ClusterToApply
+	}
+	st := p.st()
+	rolling := st.CurrentRevision != "" && st.CurrentRevision != st.StableRevision && st.CurrentRevision != st.FailedRevision
+	reached, pending, timedOut, failed := false, false, false, false
+	for _, rep := range c.Reports {
+		i, ok := p.byName[rep.Vehicle]
+		if !ok || p.in.Vehicles[i].Group != c.Name {
+			// Kept in another cluster (a duplicate name).
+			continue
+		}
+		want := p.out.Assign[rep.Vehicle]
+		if rolling && want == st.CurrentRevision {
+			reached = true
+		}
+		if rep.Failed {
+			failed = true
+			continue
+		}
+		if want != "" && (rep.Revision != want || !rep.Verified || rep.Mixed) {
+			pending = true
+			if v := p.in.Vehicles[i]; !p.reachable(v) && !p.in.Now.Before(p.giveUpAt(v)) {
+				timedOut = true
+			}
+		}
+	}
+	switch {
+	case failed:
+		return v1alpha1.ClusterFailed
+	case rolling && !reached:
+		return v1alpha1.ClusterToApply
+	case !pending:
+		return v1alpha1.ClusterSucceeded
+	case timedOut:
+		return v1alpha1.ClusterTimeOut
+	default:
+		return v1alpha1.ClusterProgressing
+	}
 }
 
 // HubReports are the vehicles as a cluster reports them to its hub

@@ -129,9 +129,9 @@ func TestPlanWritesEveryStatusField(t *testing.T) {
 	out := planner.Plan(hub)
 	st = out.Status
 	wantClusters := []v1alpha1.ClusterStatus{
-		{Name: "c1", Reachable: true, Vehicles: 2, Verified: 1},
-		{Name: "c2", Message: "not Available yet", Vehicles: 1},
-		{Name: "c3", Message: "waiting for the cluster's first vehicle report"},
+		{Name: "c1", Reachable: true, Vehicles: 2, Verified: 1, RolloutStatus: v1alpha1.ClusterProgressing},
+		{Name: "c2", Message: "not Available yet", Vehicles: 1, RolloutStatus: v1alpha1.ClusterProgressing},
+		{Name: "c3", Message: "waiting for the cluster's first vehicle report", RolloutStatus: v1alpha1.ClusterToApply},
 	}
 	if fmt.Sprint(st.Clusters) != fmt.Sprint(wantClusters) || out.Assign["av-2"] != "p-r1" {
 		t.Errorf("clusters %+v (av-2 assigned %q), want %+v", st.Clusters, out.Assign["av-2"], wantClusters)

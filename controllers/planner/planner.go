@@ -40,7 +40,9 @@ limitations under the License.
 //     from the one in status. It picks the canary cohort once (status
 //     canaryVehicles) and sets the step to 0.
 //   - The vehicles are ordered: canaries first, then the rest in a stable
-//     pseudo-random order (hash of profile and vehicle name). The target of a
+//     pseudo-random order (hash of profile and vehicle name; at a hub,
+//     cluster by cluster, and with a Placement's decision groups, group by
+//     group: Cluster.DecisionGroup). The target of a
 //     step is the latest setVehicles at or before it (the canary cohort before
 //     any); the first target vehicles of the order get the new revision, the
 //     rest keep the stable one. maxUnavailable caps vehicles that are assigned
@@ -171,6 +173,10 @@ type Input struct {
 	// a hub's plan, which summarizes them in status.clusters; nil in a
 	// cluster.
 	Clusters []Cluster
+	// Placement is what a hub found in the profile's Placement, written
+	// into the PlacementWarnings condition; nil for a hub profile without
+	// one (the condition is removed). Read only with Clusters.
+	Placement *PlacementFindings
 }
 
 // Event is something worth a Kubernetes event.
@@ -232,6 +238,10 @@ type plan struct {
 	excluded map[string]bool
 	active   []Vehicle      // not excluded, in rollout order
 	byName   map[string]int // vehicle -> its index in in.Vehicles
+	// decisionGroup is each hub cluster's decision group (in.Clusters);
+	// grouped when one of them is not 0.
+	decisionGroup map[string]int32
+	grouped       bool
 }
 
 func (p *plan) st() *v1alpha1.NetTuningProfileStatus { return &p.out.Status }
@@ -258,6 +268,11 @@ func (p *plan) run() {
 	p.byName = make(map[string]int, len(p.in.Vehicles))
 	for i := range p.in.Vehicles {
 		p.byName[p.in.Vehicles[i].Name] = i
+	}
+	p.decisionGroup = make(map[string]int32, len(p.in.Clusters))
+	for _, c := range p.in.Clusters {
+		p.decisionGroup[c.Name] = c.DecisionGroup
+		p.grouped = p.grouped || c.DecisionGroup != 0
 	}
 
 	if p.in.Hub != nil {

@@ -26,14 +26,15 @@ import (
 )
 
 // Content is the part of a profile that is rolled out: everything but
-// the rollout itself and where it is placed (clusterSelector, hubAssignment).
+// the rollout itself and where it is placed (clusterSelector, placement,
+// hubAssignment).
 // A revision is the content-addressed, immutable copy of it.
 func Content(p *v1alpha1.NetTuningProfile) *v1alpha1.NetTuningProfileSpec {
 	c := p.Spec.DeepCopy()
 	c.Rollout = nil
 	// Where it goes is not what it is: a hub's profile and the copies it
 	// places in clusters hold one revision under one name.
-	c.ClusterSelector, c.HubAssignment = nil, nil
+	c.ClusterSelector, c.Placement, c.HubAssignment = nil, nil, nil
 	return c
 }
 

@@ -24,6 +24,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	nettunev1alpha1 "github.com/nettune/nettune/api/v1alpha1"
@@ -42,14 +44,16 @@ func New() (*runtime.Scheme, error) {
 }
 
 // NewHub returns New's scheme with the Open Cluster Management types a
-// nettune hub reads and writes: ManagedCluster (cluster/v1), ManifestWork
-// (work/v1) and the add-on's types (addon/v1alpha1).
+// nettune hub reads and writes: ManagedCluster (cluster/v1), Placement and
+// PlacementDecision (cluster/v1beta1), ManagedClusterSetBinding
+// (cluster/v1beta2), ManifestWork (work/v1) and the add-on's types
+// (addon/v1alpha1).
 func NewHub() (*runtime.Scheme, error) {
 	s, err := New()
 	if err != nil {
 		return nil, err
 	}
-	for _, add := range []func(*runtime.Scheme) error{clusterv1.Install, workv1.Install, addonv1alpha1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{clusterv1.Install, clusterv1beta1.Install, clusterv1beta2.Install, workv1.Install, addonv1alpha1.Install} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("adding Open Cluster Management types: %w", err)
 		}
