@@ -91,7 +91,7 @@ func newWorkAgent(cl client.Client, c cache.Cache, delay time.Duration, workers,
 	for i := 1; i <= clusters; i++ {
 		sc := &simCluster{name: clusterName(i), hardware: hardwareOf(i), seen: map[string]int64{}, done: map[string]int64{}}
 		for j := 1; j <= vehicles; j++ {
-			sc.vehicles = append(sc.vehicles, vehicleName(i, j))
+			sc.vehicles = append(sc.vehicles, vehicleName(i, j, vehicles))
 		}
 		a.clusters[sc.name] = sc
 	}
