@@ -167,7 +167,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	}
 	dir := filepath.Join(env.stateDir, fmt.Sprintf("%dx%d", r.clusters, r.perCluster))
 	say("starting kube-apiserver and etcd")
-	opts := localcp.Options{StateDir: dir}
+	opts := localcp.Options{StateDir: dir, DieWithProcess: true}
 	if c.etcdMaxRequest > 0 {
 		opts.EtcdFlags = map[string]string{"max-request-bytes": strconv.Itoa(c.etcdMaxRequest)}
 	}
