@@ -50,9 +50,9 @@ func readPlane(ctx context.Context, api *http.Client, host, etcdURL string) (pla
 		return n == "apiserver_watch_events_sizes_sum" || n == "apiserver_watch_events_sizes_count"
 	}
 	for _, s := range benchutil.ParseSamples(body, keep) {
-		kind := s.Labels["kind"]
+		kind := s.Labels["resource"] // kube-apiserver 1.36; kind before
 		if kind == "" {
-			kind = s.Labels["resource"]
+			kind = strings.ToLower(s.Labels["kind"]) + "s"
 		}
 		if s.Name == "apiserver_watch_events_sizes_sum" {
 			pr.watchBytes[kind] += s.Value

@@ -104,12 +104,18 @@ func TestTinyHub(t *testing.T) {
 			t.Errorf("%s: %d clusters moved (%d vehicles), %.0f work writes, %.0f status patches, %d agent writes",
 				s.name, ph.moves, ph.vehiclesMoved, works, status, ph.simWrites)
 		}
+		if ph.watch == nil || ph.watch["manifestworks"].events < float64(ph.simWrites) || ph.watch["manifestworks"].bytes <= 0 {
+			t.Errorf("%s: the API server's watches sent %+v of the works (%s), fewer events than the agent's %d status writes", s.name, ph.watch["manifestworks"], ph.planeErr, ph.simWrites)
+		}
 		if ph.vehiclesMoved != int64(r.vehicles) {
 			t.Errorf("%s: %d vehicles moved, want every one of %d", s.name, ph.vehiclesMoved, r.vehicles)
 		}
 	}
 	if s := r.scenarios[1]; s.first <= 0 || s.first > s.all {
 		t.Errorf("staged: canary verified after %s, every vehicle after %s", s.first, s.all)
+	}
+	if rc := r.cost; rc == nil || rc.err != "" || rc.reportLines != 3 || rc.works != 5 || rc.profileVehicles != 15 {
+		t.Errorf("report cost %+v", rc)
 	}
 	report, err := os.ReadFile(out)
 	if err != nil {

@@ -412,7 +412,7 @@ func costSection(b *strings.Builder, c config, r *result, phases []phase) {
 			all.events += d.events
 			all.bytes += d.bytes
 		}
-		mw, pr := ph.watch["ManifestWork"], ph.watch["NetTuningProfile"]
+		mw, pr := ph.watch["manifestworks"], ph.watch["nettuningprofiles"]
 		p("| %s | %.0f (%.1f MiB, %.0f) | %.0f (%.1f MiB) | %.0f (%.1f MiB) | %.0f MiB | %.0f MiB | %d MiB |\n", ph.name, mw.events, mw.bytes/mib, perN(mw.bytes, mw.events),
 			pr.events, pr.bytes/mib, all.events, all.bytes/mib, ph.etcdDB/mib, ph.heapInuse/mib, ph.rss/mib)
 	}
