@@ -338,6 +338,11 @@ func whyText(r *result, s *scenario) string {
 				"and the next step, for %d sequential writes.", ph.cpu.Seconds(), r.clusters)
 		}
 	}
+	if writes := ph.requests.Total(func(k benchutil.RequestKey) bool { return benchutil.IsWrite(k) && benchutil.OK(k) }); writes > 0 && ph.cpCPU > 0 {
+		per := ph.cpCPU.Seconds() / writes
+		t += fmt.Sprintf(" kube-apiserver and etcd used %.1f ms CPU per write of the scenario (%.0f writes, watches and reads included): on %d cores and nothing else, "+
+			"those writes alone would take at least %.1f s.", 1000*per, writes, runtime.NumCPU(), ph.cpCPU.Seconds()/float64(runtime.NumCPU()))
+	}
 	if busy := pct(ph.cpu, ph.took) + pct(ph.cpCPU, ph.took); busy > 120 {
 		t += fmt.Sprintf(" The controller, kube-apiserver and etcd together kept %.0f %% of a core busy on %d cores shared with other work.", busy, runtime.NumCPU())
 	}
