@@ -189,7 +189,7 @@ bench-scale: tools build ## Fleet scale: the real controller against simulated a
 	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)
 
 .PHONY: bench-hub
-bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's work-agent status protocol, 100 and 1,000 clusters of 10 vehicles: staged, all at once, rollback, CPU, RSS, writes per cluster moved, into docs/bench-hub.md.
+bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's work-agent status protocol, 100 and 1,000 clusters of 10 vehicles (about 6 min; BENCH_HUB_ARGS='-sizes 3500x10,1000x100' for the large fleets): staged, all at once, rollback, CPU, RSS, writes per cluster moved, what the reports weigh, into docs/bench-hub.md.
 	cd hack/bench && $(GO) run ./hub $(BENCH_HUB_ARGS)
 
 .PHONY: bench-writes

@@ -367,8 +367,9 @@ func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile,
 	// (docs/bench-hub.md).
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.workers())
+	shares := Shares(out.Assign, clusterOf, out.Status.StableRevision)
 	for i, c := range clusters {
-		share := Share(out.Assign, clusterOf, c.Name, out.Status.StableRevision)
+		share := shares(c.Name)
 		share.ReportInterval = &metav1.Duration{Duration: ReportInterval(p.Spec.Rollout.GetUnreachableAfter(), r.statusSync())}
 		w := existing[c.Name]
 		delete(existing, c.Name)

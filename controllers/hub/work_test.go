@@ -19,6 +19,7 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,36 @@ func TestShare(t *testing.T) {
 	}
 	if got := Share(assign, cluster, "c", "lan-r1"); got.Stable != "lan-r1" || len(got.Assignments) != 0 {
 		t.Errorf("a cluster with no known vehicle gets the stable revision only: %+v", got)
+	}
+}
+
+// TestShares: one pass over the decision gives every cluster the share a
+// Share of its own gives it; a vehicle of no known cluster goes nowhere,
+// and a share handed out is the caller's (a second one is not changed by
+// changes to the first).
+func TestShares(t *testing.T) {
+	assign := map[string]string{"a1": "lan-r2", "a2": "lan-r1", "b2": "lan-r2", "b1": "lan-r2", "a3": "lan-r3", "c1": "lan-r1", "x1": "lan-r2"}
+	cluster := map[string]string{"a1": "a", "a2": "a", "a3": "a", "b1": "b", "b2": "b", "c1": "c"}
+	shares := Shares(assign, cluster, "lan-r1")
+	want := map[string]string{
+		"a": "[{lan-r2 [a1]} {lan-r3 [a3]}]",
+		"b": "[{lan-r2 [b1 b2]}]",
+		"c": "[]",
+		"d": "[]",
+	}
+	for name, w := range want {
+		got := shares(name)
+		if got.Stable != "lan-r1" || fmt.Sprint(got.Assignments) != w {
+			t.Errorf("share of %s: %+v, want stable lan-r1 and %s", name, got, w)
+		}
+		if one := Share(assign, cluster, name, "lan-r1"); !reflect.DeepEqual(one, got) {
+			t.Errorf("share of %s: Shares %+v, Share %+v", name, got, one)
+		}
+	}
+	first := shares("b")
+	first.Assignments[0].Vehicles[0] = "changed"
+	if again := shares("b"); fmt.Sprint(again.Assignments) != "[{lan-r2 [b1 b2]}]" {
+		t.Errorf("a second share of b: %+v", again)
 	}
 }
 

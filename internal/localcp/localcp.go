@@ -73,6 +73,9 @@ type Options struct {
 	// sends the signal when the forking thread ends, not the process.
 	// Without setpriv they are started as by Start.
 	DieWithProcess bool
+	// EtcdFlags are more etcd flags, name (without --) to value, e.g.
+	// max-request-bytes.
+	EtcdFlags map[string]string
 }
 
 // RepoRoot finds the repository root (the directory holding go.mod) from the
@@ -156,6 +159,14 @@ func StartWith(o Options) (_ *ControlPlane, err error) {
 	if o.DieWithProcess {
 		if start, err = cp.dieWithProcess(assets, stateDir); err != nil {
 			return nil, err
+		}
+	}
+	if len(o.EtcdFlags) > 0 {
+		if env.ControlPlane.Etcd == nil {
+			env.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		for k, v := range o.EtcdFlags {
+			env.ControlPlane.Etcd.Configure().Set(k, v)
 		}
 	}
 	cfg, err := start()

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,9 @@ func TestTinyHub(t *testing.T) {
 			t.Errorf("%s: %d clusters moved (%d vehicles), %.0f work writes, %.0f status patches, %d agent writes",
 				s.name, ph.moves, ph.vehiclesMoved, works, status, ph.simWrites)
 		}
+		if ph.watch == nil || ph.watch["manifestworks"].events < float64(ph.simWrites) || ph.watch["manifestworks"].bytes <= 0 {
+			t.Errorf("%s: the API server's watches sent %+v of the works (%s), fewer events than the agent's %d status writes", s.name, ph.watch["manifestworks"], ph.planeErr, ph.simWrites)
+		}
 		if ph.vehiclesMoved != int64(r.vehicles) {
 			t.Errorf("%s: %d vehicles moved, want every one of %d", s.name, ph.vehiclesMoved, r.vehicles)
 		}
@@ -110,13 +114,36 @@ func TestTinyHub(t *testing.T) {
 	if s := r.scenarios[1]; s.first <= 0 || s.first > s.all {
 		t.Errorf("staged: canary verified after %s, every vehicle after %s", s.first, s.all)
 	}
+	if rc := r.cost; rc == nil || rc.err != "" || rc.reportLines != 3 || rc.works != 5 || rc.profileVehicles != 15 {
+		t.Errorf("report cost %+v", rc)
+	}
 	report, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## 5 clusters (15 vehicles)", "| staged |", "## Against the goals"} {
+	for _, want := range []string{"## 5 clusters x 3 vehicles (15 vehicles)", "What the vehicle reports cost the hub: once every vehicle reported", "| staged |", "## Against the goals"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("the report lacks %q", want)
 		}
+	}
+}
+
+// TestParseSizes: N takes -vehicles, NxV its own; a bad size is refused
+// with the flag named.
+func TestParseSizes(t *testing.T) {
+	c, err := parseFlags([]string{"-sizes", "100, 3500x10,1000x100", "-vehicles", "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.sizes); got != "[100x7 3500x10 1000x100]" {
+		t.Errorf("sizes %s", got)
+	}
+	for _, bad := range [][]string{{"-sizes", "10x0"}, {"-sizes", "10x1000"}, {"-sizes", "x10"}, {"-sizes", "1x5", "-canary", "10"}, {"-vehicles", "0"}} {
+		if _, err := parseFlags(bad); err == nil || !strings.Contains(err.Error(), "-") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if vehicleName(1, 7, 10) != "c0001-av-07" || vehicleName(12, 7, 100) != "c0012-av-007" {
+		t.Errorf("vehicle names %s %s", vehicleName(1, 7, 10), vehicleName(12, 7, 100))
 	}
 }

@@ -17,7 +17,8 @@ limitations under the License.
 // Command bench-hub measures a nettune hub (bin/nettune-controller --hub)
 // against a real kube-apiserver and etcd holding nettune's and Open Cluster
 // Management's CRDs, with simulated managed clusters: for each size, N
-// ManagedClusters (Available) of -vehicles vehicles each, and one simulated
+// ManagedClusters (Available) of V vehicles each (-sizes NxV, or N and
+// -vehicles), and one simulated
 // OCM work agent for all of them in this process. The agent answers every
 // new generation of a cluster's ManifestWork, after -apply-delay, with the
 // status OCM's work agent writes once the cluster's own controller and
@@ -57,10 +58,19 @@ import (
 // scenarioNames are the scenarios in the order they run.
 var scenarioNames = []string{"first", "staged", "all-at-once", "rollback", "idle"}
 
+// size is one fleet: its clusters and the vehicles of each.
+type size struct{ clusters, vehicles int }
+
+func (s size) String() string { return fmt.Sprintf("%dx%d", s.clusters, s.vehicles) }
+
+// maxVehicles is the most vehicles per cluster the simulator names
+// (c0001-av-001...).
+const maxVehicles = 999
+
 // config is the benchmark's flags.
 type config struct {
-	sizes      []int // clusters
-	vehicles   int   // per cluster
+	sizes      []size
+	vehicles   int // per cluster, for the sizes that do not say
 	canary     int32
 	applyDelay time.Duration
 	workers    int
@@ -74,6 +84,10 @@ type config struct {
 	controller string
 	command    string
 	quiet      bool
+	pprof      bool
+	// etcdMaxRequest is etcd's --max-request-bytes (0: etcd's default,
+	// 1.5 MiB).
+	etcdMaxRequest int
 }
 
 func main() {
@@ -94,8 +108,8 @@ func main() {
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench-hub", flag.ContinueOnError)
-	sizes := fs.String("sizes", "100,1000", "fleet sizes in managed clusters, comma-separated")
-	fs.IntVar(&c.vehicles, "vehicles", 10, "vehicles per cluster (a cluster's report carries at most ten: OCM's feedback value limit)")
+	sizes := fs.String("sizes", "100,1000", "fleet sizes, comma-separated: N clusters of -vehicles vehicles, or NxV: N clusters of V vehicles (e.g. 3500x10,1000x100)")
+	fs.IntVar(&c.vehicles, "vehicles", 10, "vehicles per cluster of the sizes that do not give theirs")
 	canary := fs.Int("canary", 10, "canary vehicles of the staged and rollback scenarios (spec.rollout.canary.count)")
 	fs.DurationVar(&c.applyDelay, "apply-delay", time.Second, "how long a simulated cluster takes from a new ManifestWork generation to its status with every vehicle verified")
 	fs.IntVar(&c.workers, "workers", 16, "simulated work agents' worker pool (and parallel creates)")
@@ -107,14 +121,19 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "kubeconfigs and controller logs (default: a new temporary directory, kept)")
 	fs.StringVar(&c.out, "out", "docs/bench-hub.md", "report, relative to the repository root (\"none\" = none)")
 	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
+	fs.IntVar(&c.etcdMaxRequest, "etcd-max-request-bytes", 0, "etcd's --max-request-bytes, the largest object the hub's API server can write (0: etcd's default, 1.5 MiB; a what-if: OpenShift's etcd keeps the default)")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve the controller's /debug/pprof on a free port of 127.0.0.1 (printed at its start) and save a CPU profile of each scenario and a heap profile at its end into the size's state directory")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if c.out == "none" {
 		c.out = ""
 	}
+	if c.vehicles < 1 || c.vehicles > maxVehicles {
+		return c, fmt.Errorf("-vehicles %d: 1 to %d", c.vehicles, maxVehicles)
+	}
 	var err error
-	if c.sizes, err = parseSizes(*sizes); err != nil {
+	if c.sizes, err = parseSizes(*sizes, c.vehicles); err != nil {
 		return c, err
 	}
 	want := map[string]bool{"first": true}
@@ -134,13 +153,13 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("-canary must be at least 1")
 	}
 	c.canary = int32(*canary)
-	if c.vehicles < 1 || c.vehicles > 10 {
-		return c, fmt.Errorf("-vehicles %d: 1 to 10 (a cluster's report is one status feedback value)", c.vehicles)
-	}
-	for _, n := range c.sizes {
-		if n*c.vehicles <= int(c.canary) {
-			return c, fmt.Errorf("-sizes %d: %d vehicles, not more than the canary's %d", n, n*c.vehicles, c.canary)
+	for _, sz := range c.sizes {
+		if sz.clusters*sz.vehicles <= int(c.canary) {
+			return c, fmt.Errorf("-sizes %s: %d vehicles, not more than the canary's %d", sz, sz.clusters*sz.vehicles, c.canary)
 		}
+	}
+	if c.etcdMaxRequest < 0 {
+		return c, errors.New("-etcd-max-request-bytes must not be negative")
 	}
 	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 || c.applyDelay < 0 || c.settle < 0 {
 		return c, errors.New("-workers, -idle, -max-wait and -progress must be positive, -apply-delay and -settle not negative")
@@ -151,15 +170,24 @@ func parseFlags(args []string) (config, error) {
 
 func (c config) runs(scenario string) bool { return slices.Contains(c.scenarios, scenario) }
 
-// parseSizes reads a comma-separated list of positive cluster counts.
-func parseSizes(s string) ([]int, error) {
-	var out []int
+// parseSizes reads a comma-separated list of sizes: N (clusters, of
+// vehicles each) or NxV (N clusters of V vehicles).
+func parseSizes(s string, vehicles int) ([]size, error) {
+	var out []size
 	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
+		f = strings.TrimSpace(f)
+		cs, vs, hasV := strings.Cut(f, "x")
+		n, err := strconv.Atoi(cs)
 		if err != nil || n <= 0 || n > 9999 {
-			return nil, fmt.Errorf("-sizes: %q is not a cluster count from 1 to 9999", f)
+			return nil, fmt.Errorf("-sizes: %q: the cluster count must be from 1 to 9999 (N or NxV)", f)
 		}
-		out = append(out, n)
+		v := vehicles
+		if hasV {
+			if v, err = strconv.Atoi(vs); err != nil || v < 1 || v > maxVehicles {
+				return nil, fmt.Errorf("-sizes: %q: the vehicles per cluster must be from 1 to %d (NxV)", f, maxVehicles)
+			}
+		}
+		out = append(out, size{clusters: n, vehicles: v})
 	}
 	return out, nil
 }

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,24 +42,31 @@ import (
 
 // result is what one size measured.
 type result struct {
-	clusters, vehicles int
-	began              time.Time
-	took               time.Duration
-	created            time.Duration // creating the ManagedClusters
-	setup              phase         // controller start until its workers run
-	scenarios          []*scenario   // in the order they ran
-	idle               *phase
-	simWrites          int64
-	simConflicts       int64
-	simFailures        int64
-	simLastErr         string
-	logPath            string
-	logErrors          map[string]int
-	err                string
-	controller         string
+	// clusters of perCluster vehicles each: vehicles in all.
+	clusters, perCluster, vehicles int
+	began                          time.Time
+	took                           time.Duration
+	created                        time.Duration // creating the ManagedClusters
+	setup                          phase         // controller start until its workers run
+	scenarios                      []*scenario   // in the order they ran
+	idle                           *phase
+	cost                           *reportCost // after the first scenario
+	simWrites                      int64
+	simConflicts                   int64
+	simFailures                    int64
+	simLastErr                     string
+	logPath                        string
+	logErrors                      map[string]int
+	err                            string
+	controller                     string
 	// loadStart and loadEnd are the load averages when the size started
 	// and ended; busyStart the busiest processes then.
 	loadStart, loadEnd, busyStart string
+}
+
+// label names the size: "1000 clusters x 10 vehicles".
+func (r *result) label() string {
+	return fmt.Sprintf("%d clusters x %d vehicles", r.clusters, r.perCluster)
 }
 
 // environment is what every size shares.
@@ -74,10 +82,10 @@ func run(ctx context.Context, c config, w io.Writer) ([]*result, error) {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	began := time.Now()
-	fmt.Fprintf(w, "bench-hub: sizes %v clusters of %d vehicles; state and controller logs in %s\n", c.sizes, c.vehicles, env.stateDir)
+	fmt.Fprintf(w, "bench-hub: sizes %v (clusters x vehicles each); state and controller logs in %s\n", c.sizes, env.stateDir)
 	var results []*result
-	for _, n := range c.sizes {
-		r := runSize(ctx, c, env, n, w)
+	for _, sz := range c.sizes {
+		r := runSize(ctx, c, env, sz, w)
 		results = append(results, r)
 		if c.out != "" {
 			if err := os.WriteFile(reportPath(c, env), []byte(markdown(c, results, began)), 0o644); err != nil {
@@ -135,8 +143,8 @@ func prepare(c config) (environment, error) {
 
 // runSize measures one size on a fresh hub; the result holds whatever was
 // measured, also when it failed (err).
-func runSize(ctx context.Context, c config, env environment, clusters int, w io.Writer) *result {
-	r := &result{clusters: clusters, vehicles: clusters * c.vehicles, began: time.Now(), controller: env.controller,
+func runSize(ctx context.Context, c config, env environment, sz size, w io.Writer) *result {
+	r := &result{clusters: sz.clusters, perCluster: sz.vehicles, vehicles: sz.clusters * sz.vehicles, began: time.Now(), controller: env.controller,
 		loadStart: benchutil.Loadavg(), busyStart: benchutil.Busiest(6)}
 	if err := measure(ctx, c, env, r, w); err != nil {
 		r.err = err.Error()
@@ -151,15 +159,19 @@ func runSize(ctx context.Context, c config, env environment, clusters int, w io.
 // measure starts the hub, the clusters, the work agent and the controller,
 // then runs the scenarios into r.
 func measure(ctx context.Context, c config, env environment, r *result, w io.Writer) error {
-	label := fmt.Sprintf("%d clusters", r.clusters)
+	label := r.label()
 	say := func(format string, args ...any) {
 		if !c.quiet {
 			fmt.Fprintf(w, "[%5s] %s: %s\n", time.Since(r.began).Round(time.Second), label, fmt.Sprintf(format, args...))
 		}
 	}
-	dir := filepath.Join(env.stateDir, fmt.Sprintf("%d-clusters", r.clusters))
+	dir := filepath.Join(env.stateDir, fmt.Sprintf("%dx%d", r.clusters, r.perCluster))
 	say("starting kube-apiserver and etcd")
-	cp, err := localcp.Start(dir)
+	opts := localcp.Options{StateDir: dir, DieWithProcess: true}
+	if c.etcdMaxRequest > 0 {
+		opts.EtcdFlags = map[string]string{"max-request-bytes": strconv.Itoa(c.etcdMaxRequest)}
+	}
+	cp, err := localcp.StartWith(opts)
 	if err != nil {
 		return err
 	}
@@ -184,7 +196,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	if err := benchutil.CreateNamespace(ctx, cl, namespace); err != nil {
 		return err
 	}
-	say("creating %d ManagedClusters (Available) and their namespaces, %d vehicles each", r.clusters, c.vehicles)
+	say("creating %d ManagedClusters (Available) and their namespaces, %d vehicles each", r.clusters, r.perCluster)
 	t := time.Now()
 	if err := createClusters(ctx, cl, r.clusters, c.workers); err != nil {
 		return err
@@ -197,7 +209,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	}
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
-	agent := newWorkAgent(cl, informers, c.applyDelay, c.workers, r.clusters, c.vehicles)
+	agent := newWorkAgent(cl, informers, c.applyDelay, c.workers, r.clusters, r.perCluster)
 	tr := &tracker{}
 	profiles, err := informers.GetInformer(agentCtx, &v1alpha1.NetTuningProfile{})
 	if err != nil {
@@ -220,7 +232,7 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	}()
 
 	ctrl, err := benchutil.StartController(benchutil.ControllerOptions{Name: "hub controller", Bin: env.controller, Kubeconfig: cp.Kubeconfig,
-		LogPath: filepath.Join(dir, "controller.log"), Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false"}})
+		LogPath: filepath.Join(dir, "controller.log"), Pprof: c.pprof, Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false"}})
 	if err != nil {
 		return err
 	}
@@ -230,25 +242,30 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	if err != nil {
 		return err
 	}
-	m := &meter{ctrl: ctrl, api: api, host: cp.Config.Host, agent: agent,
+	etcdURL := ""
+	if u := cp.Env.ControlPlane.Etcd.URL; u != nil {
+		etcdURL = u.String()
+	}
+	m := &meter{ctrl: ctrl, api: api, host: cp.Config.Host, etcdURL: etcdURL, agent: agent,
 		cpPIDs: append(benchutil.FindProcs("kube-apiserver", cp.Env.ControlPlane.APIServer.CertDir), benchutil.FindProcs("etcd", cp.Env.ControlPlane.Etcd.DataDir)...)}
 	start := m.read(ctx)
-	say("hub controller started (pid %d, log %s)", ctrl.PID, ctrl.LogPath)
+	say("hub controller started (pid %d, log %s%s)", ctrl.PID, ctrl.LogPath, pprofText(ctrl.PprofURL))
 	if err := ctrl.WaitStarted(ctx, c.maxWait, hubController); err != nil {
 		return err
 	}
 	r.setup = m.phase("setup", start, m.read(ctx))
-	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, agent: agent, m: m, vehicles: r.vehicles, say: say}
+	b := &bench{c: c, cl: cl, tr: tr, ctrl: ctrl, agent: agent, m: m, vehicles: r.vehicles, say: say, dir: dir}
 	return b.scenarios(ctx, r)
 }
 
 // meter takes the readings phases are computed from.
 type meter struct {
-	ctrl   *benchutil.Controller
-	cpPIDs []int
-	api    *http.Client
-	host   string
-	agent  *workAgent
+	ctrl    *benchutil.Controller
+	cpPIDs  []int
+	api     *http.Client
+	host    string
+	etcdURL string
+	agent   *workAgent
 }
 
 // reading is the state at one moment.
@@ -265,6 +282,8 @@ type reading struct {
 	moves    int64
 	vehMoved int64
 	still    [3]int64 // the agent's stillContent, stillShare, stillOther
+	plane    planeReading
+	planeErr error
 }
 
 func (m *meter) read(ctx context.Context) reading {
@@ -273,6 +292,7 @@ func (m *meter) read(ctx context.Context) reading {
 	r.cpTicks = benchutil.TicksOf(m.cpPIDs)
 	r.requests, r.reqErr = benchutil.APIServerRequests(ctx, m.api, m.host)
 	r.cm, r.cmErr = controllerMetrics(ctx, m.ctrl.MetricsURL)
+	r.plane, r.planeErr = readPlane(ctx, m.api, m.host, m.etcdURL)
 	r.writes, r.confl = m.agent.writes.Load(), m.agent.conflicts.Load()
 	r.moves, r.vehMoved = m.agent.moves.Load(), m.agent.vehiclesMoved.Load()
 	r.still = [3]int64{m.agent.stillContent.Load(), m.agent.stillShare.Load(), m.agent.stillOther.Load()}
@@ -304,6 +324,13 @@ type phase struct {
 	// content only, a share changed in form only, the rest.
 	still   [3]int64
 	loadEnd string
+	// watch is what the API server's watches sent, by kind (nil:
+	// planeErr); etcdDB etcd's database size at the end, heapInuse the
+	// controller's Go heap in use then.
+	watch     map[string]watchDelta
+	etcdDB    float64
+	heapInuse float64
+	planeErr  string
 }
 
 func (m *meter) phase(name string, a, b reading) phase {
@@ -312,6 +339,19 @@ func (m *meter) phase(name string, a, b reading) phase {
 		moves: b.moves - a.moves, vehiclesMoved: b.vehMoved - a.vehMoved, loadEnd: benchutil.Loadavg()}
 	for i := range p.still {
 		p.still[i] = b.still[i] - a.still[i]
+	}
+	p.heapInuse = b.cm.heapInuse
+	switch {
+	case a.planeErr != nil:
+		p.planeErr = a.planeErr.Error()
+	case b.planeErr != nil:
+		p.planeErr = b.planeErr.Error()
+	default:
+		p.etcdDB = b.plane.etcdDB
+		p.watch = map[string]watchDelta{}
+		for k, v := range b.plane.watchBytes {
+			p.watch[k] = watchDelta{events: b.plane.watchEvents[k] - a.plane.watchEvents[k], bytes: v - a.plane.watchBytes[k]}
+		}
 	}
 	switch {
 	case a.reqErr != nil:
@@ -350,11 +390,11 @@ func (p phase) nettuneWrites() (works, status float64) {
 func printSummary(w io.Writer, r *result) {
 	for _, s := range r.scenarios {
 		works, status := s.phase.nettuneWrites()
-		fmt.Fprintf(w, "bench-hub: %d clusters %s: %s; first %s, all %s; controller CPU %.1fs, peak RSS %d MiB; nettune %0.f work + %0.f status writes, OCM %d, clusters moved %d\n",
-			r.clusters, s.name, s.outcome(), benchutil.Round(s.first), benchutil.Round(s.all), s.phase.cpu.Seconds(), s.phase.hwm>>20, works, status, s.phase.simWrites, s.phase.moves)
+		fmt.Fprintf(w, "bench-hub: %s %s: %s; first %s, all %s; controller CPU %.1fs, peak RSS %d MiB; nettune %0.f work + %0.f status writes, OCM %d, clusters moved %d\n",
+			r.label(), s.name, s.outcome(), benchutil.Round(s.first), benchutil.Round(s.all), s.phase.cpu.Seconds(), s.phase.hwm>>20, works, status, s.phase.simWrites, s.phase.moves)
 	}
 	if r.idle != nil {
-		fmt.Fprintf(w, "bench-hub: %d clusters idle: %.2f %% of a core over %s\n", r.clusters, pct(r.idle.cpu, r.idle.took), benchutil.Round(r.idle.took))
+		fmt.Fprintf(w, "bench-hub: %s idle: %.2f %% of a core over %s\n", r.label(), pct(r.idle.cpu, r.idle.took), benchutil.Round(r.idle.took))
 	}
 }
 
@@ -364,4 +404,11 @@ func pct(cpu, took time.Duration) float64 {
 		return 0
 	}
 	return 100 * cpu.Seconds() / took.Seconds()
+}
+
+func pprofText(url string) string {
+	if url == "" {
+		return ""
+	}
+	return ", profiles " + url
 }

@@ -137,6 +137,7 @@ type bench struct {
 	m        *meter
 	vehicles int
 	say      func(string, ...any)
+	dir      string // the size's state directory
 }
 
 // content is the profile's spec: every cluster of the benchmark, cwnd
@@ -222,13 +223,20 @@ func (b *bench) scenarios(ctx context.Context, r *result) error {
 		s := &scenario{name: st.name}
 		r.scenarios = append(r.scenarios, s)
 		a := b.m.read(ctx)
+		stopProfiles := profiles(ctx, b.ctrl.PprofURL, b.dir, st.name)
 		err := st.run(ctx, s)
+		stopProfiles()
 		if err == nil && s.done && b.c.settle > 0 {
 			err = benchutil.Sleep(ctx, b.c.settle)
 		}
 		s.phase = b.m.phase(st.name, a, b.m.read(ctx))
 		if err != nil {
 			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		if st.name == "first" && (s.done || s.phase.simWrites >= int64(r.clusters)) {
+			// Every cluster reported: what the reports weigh.
+			rc := measureReportCost(ctx, b.m.api, b.m.host, clusterName(1))
+			r.cost = &rc
 		}
 		if !s.done {
 			return nil

@@ -38,8 +38,15 @@ const benchLabel = "nettune.io/bench"
 // clusterName names the i-th cluster (from 1).
 func clusterName(i int) string { return fmt.Sprintf("cluster-%04d", i) }
 
-// vehicleName names vehicle j (from 1) of cluster i: unique across clusters.
-func vehicleName(i, j int) string { return fmt.Sprintf("c%04d-av-%02d", i, j) }
+// vehicleName names vehicle j (from 1) of cluster i, of clusters of
+// perCluster vehicles: unique across clusters (c0001-av-01, or
+// c0001-av-001 for clusters of more than 99).
+func vehicleName(i, j, perCluster int) string {
+	if perCluster > 99 {
+		return fmt.Sprintf("c%04d-av-%03d", i, j)
+	}
+	return fmt.Sprintf("c%04d-av-%02d", i, j)
+}
 
 // hardwareOf is cluster i's hardware model: xavier for the odd clusters,
 // orin for the even ones.

@@ -104,7 +104,7 @@ func newWorkAgent(cl client.Client, c cache.Cache, delay time.Duration, workers,
 		sc := &simCluster{name: clusterName(i), hardware: hardwareOf(i), seen: map[string]int64{}, done: map[string]int64{},
 			written: map[string]time.Time{}, interval: map[string]time.Duration{}}
 		for j := 1; j <= vehicles; j++ {
-			sc.vehicles = append(sc.vehicles, vehicleName(i, j))
+			sc.vehicles = append(sc.vehicles, vehicleName(i, j, vehicles))
 		}
 		a.clusters[sc.name] = sc
 	}
