@@ -26,11 +26,11 @@ import (
 // HeartbeatOnly reports whether a ManifestWork changed only in the time of
 // its vehicle report's header: a cluster's controller rewrites its report
 // for the time alone every reportInterval, and every work agent forwards
-// it. Such a change wakes no reconcile: the cache holds the new time for
-// the next one, and the hub wakes by itself when a report would turn stale
-// (the vehicles' last-seen is the report's time). At 1,000 clusters the
-// heartbeats are about 40 work updates a second; each used to run a whole
-// rollout round over every vehicle.
+// it. Such a change wakes the profile's reconcile only after
+// HeartbeatDelay (workHandler), so that the heartbeats of every cluster in
+// that time make one rollout round: at 1,000 clusters they are about 40
+// work updates a second, and each used to run a whole round over every
+// vehicle. The cache holds the new time for the next round.
 func HeartbeatOnly(old, cur *workv1.ManifestWork) bool {
 	if old == nil || cur == nil || old.Generation != cur.Generation ||
 		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) || !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,6 +91,10 @@ type Reconciler struct {
 	// (DefaultWorkStatusSync when 0): the clusters' heartbeat leaves room
 	// for it (ReportInterval).
 	WorkStatusSync time.Duration
+	// HeartbeatDelay is how long a work update that only refreshed its
+	// report's time waits to wake the profile's reconcile
+	// (DefaultHeartbeatDelay when 0).
+	HeartbeatDelay time.Duration
 	// AddOn, when set, places profiles only in clusters where nettune's
 	// OCM add-on is available at a compatible version (addongate.go).
 	AddOn *AddOnGate
@@ -111,6 +117,58 @@ func (r *Reconciler) workers() int {
 	return DefaultWorkWriters
 }
 
+// DefaultHeartbeatDelay is how long a heartbeat alone (HeartbeatOnly) waits
+// before it wakes the profile's reconcile: the heartbeats of every cluster
+// within it are one reconcile.
+const DefaultHeartbeatDelay = 15 * time.Second
+
+// workHandler enqueues the profile of a ManifestWork that changed. A change
+// of the report's time alone (HeartbeatOnly) is enqueued after
+// HeartbeatDelay, so that the clusters' heartbeats (about 40 a second at
+// 1,000 clusters) make one rollout round in that time, not one each; a
+// cluster's controller coming back after it went silent is seen within it.
+func (r *Reconciler) workHandler() handler.EventHandler {
+	profile := func(o client.Object) (reconcile.Request, bool) {
+		if o.GetLabels()[ManagedByLabel] != ManagedBy || o.GetAnnotations()[ProfileAnnotation] == "" {
+			return reconcile.Request{}, false
+		}
+		return reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetAnnotations()[ProfileAnnotation]}}, true
+	}
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if req, ok := profile(o); ok {
+			q.Add(req)
+		}
+	}
+	delay := r.HeartbeatDelay
+	if delay <= 0 {
+		delay = DefaultHeartbeatDelay
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			req, ok := profile(e.ObjectNew)
+			if !ok {
+				return
+			}
+			old, _ := e.ObjectOld.(*workv1.ManifestWork)
+			cur, _ := e.ObjectNew.(*workv1.ManifestWork)
+			if HeartbeatOnly(old, cur) {
+				q.AddAfter(req, delay)
+				return
+			}
+			q.Add(req)
+		},
+	}
+}
+
 // SetupWithManager registers the reconciler and its watches: the hub's
 // profiles, their ManifestWorks (status feedback), the managed clusters
 // (availability, and clusters that join or leave), and the Placements,
@@ -127,12 +185,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return r.watchAddOns(ctrl.NewControllerManagedBy(mgr)).
 		Named("hubprofile").
 		For(&v1alpha1.NetTuningProfile{}).
-		Watches(&workv1.ManifestWork{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if o.GetLabels()[ManagedByLabel] != ManagedBy || o.GetAnnotations()[ProfileAnnotation] == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetAnnotations()[ProfileAnnotation]}}}
-		})).
+		Watches(&workv1.ManifestWork{}, r.workHandler()).
 		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.allProfiles)).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.placementProfiles(ctx, o.GetNamespace(), o.GetName())
