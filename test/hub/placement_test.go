@@ -366,7 +366,9 @@ func reportVehicles(ctx context.Context, s *hubtest.Spoke, vehicles []string) {
 				}
 				rs = append(rs, v1alpha1.VehicleReport{Vehicle: v, Revision: rev, Verified: rev != "", Hardware: []string{"xavier"}, Counters: []string{}})
 			}
-			if enc := v1alpha1.EncodeVehicleReports(rs); enc != p.Status.VehicleReport {
+			// No header: the hub reads a report without one as it did before
+			// reports carried their time (never stale).
+			if enc := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{}, rs); enc != p.Status.VehicleReport {
 				p.Status.VehicleReport = enc
 				_ = s.Client.Status().Update(ctx, p)
 			}
@@ -453,5 +455,3 @@ func worksOf(t *testing.T, h *hubtest.Hub, profile string) map[string]int64 {
 	}
 	return out
 }
-
-func ptrTo[T any](v T) *T { return &v }
