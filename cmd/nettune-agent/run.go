@@ -104,7 +104,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.node, "node", "", "name of this node (its NodeNetTuning has the same name)")
 	fs.DurationVar(&o.clockSkew, "clock-skew", 0, "for fault testing: shift every time the agent writes (Lease renewals, status heartbeats, journal and last-known-good times) by this much, as a vehicle whose clock is wrong would")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9101", "Prometheus /metrics address (\"0\" disables)")
-	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address (\"0\" disables)")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address: 200 while connected to the API server, 503 while it is out of reach (\"0\" disables)")
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", v1alpha1.DefaultStatusRefresh, "rewrite an unchanged status (lastHeartbeatTime) this often; liveness is the Lease (--lease-renew), so this only bounds how stale a status looks")
 	fs.StringVar(&o.leaseNS, "lease-namespace", defaultLeaseNamespace(), "namespace of the agent's Lease (named after the node; the controller's namespace), default $POD_NAMESPACE or nettune-system")
