@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +46,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nettune/nettune/controllers/hub"
 )
 
 // +kubebuilder:rbac:groups=addon.open-cluster-management.io,resources=clustermanagementaddons,verbs=get;list;watch;create;update;patch
@@ -438,7 +439,7 @@ func (m *Manager) place(ctx context.Context, a *addonv1alpha1.ManagedClusterAddO
 		}
 		return nil
 	}
-	if w.Labels[VersionLabel] == want.Labels[VersionLabel] && sameSpec(want, w) {
+	if w.Labels[VersionLabel] == want.Labels[VersionLabel] && hub.SameSpec(want, w) {
 		return nil
 	}
 	patched := w.DeepCopy()
@@ -501,25 +502,6 @@ func orUnknown(v string) string {
 		return "an unknown version"
 	}
 	return v
-}
-
-// sameSpec compares two works' specs, the manifests as JSON values.
-func sameSpec(a, b *workv1.ManifestWork) bool {
-	if len(a.Spec.Workload.Manifests) != len(b.Spec.Workload.Manifests) ||
-		!reflect.DeepEqual(a.Spec.ManifestConfigs, b.Spec.ManifestConfigs) ||
-		!reflect.DeepEqual(a.Spec.DeleteOption, b.Spec.DeleteOption) {
-		return false
-	}
-	for i := range a.Spec.Workload.Manifests {
-		var x, y any
-		if json.Unmarshal(a.Spec.Workload.Manifests[i].Raw, &x) != nil || json.Unmarshal(b.Spec.Workload.Manifests[i].Raw, &y) != nil {
-			return false
-		}
-		if !reflect.DeepEqual(x, y) {
-			return false
-		}
-	}
-	return true
 }
 
 // Placements parses --addon-placement values (NAMESPACE/NAME).

@@ -225,11 +225,13 @@ func manifest(o runtime.Object) (workv1.Manifest, error) {
 }
 
 // SameSpec reports whether two works place the same manifests with the same
-// configuration, comparing the manifests as JSON values (the API server
-// hands them back with their keys in another order).
+// configuration and delete option, comparing the manifests as JSON values
+// (the API server hands them back with their keys in another order). The
+// add-on manager's works are compared alike.
 func SameSpec(a, b *workv1.ManifestWork) bool {
 	if len(a.Spec.Workload.Manifests) != len(b.Spec.Workload.Manifests) ||
-		!reflect.DeepEqual(a.Spec.ManifestConfigs, b.Spec.ManifestConfigs) {
+		!reflect.DeepEqual(a.Spec.ManifestConfigs, b.Spec.ManifestConfigs) ||
+		!reflect.DeepEqual(a.Spec.DeleteOption, b.Spec.DeleteOption) {
 		return false
 	}
 	for i := range a.Spec.Workload.Manifests {
