@@ -20,6 +20,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY api/ api/
+# The controller embeds the chart it installs as an OCM add-on (charts/charts.go).
+COPY charts/ charts/
 COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY internal/ internal/
