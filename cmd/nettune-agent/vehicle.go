@@ -25,8 +25,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/nettune/nettune/node-agent/agent"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 )
 
 // vehicleFile remembers the vehicle read from the Node, for boots without
@@ -77,22 +79,22 @@ func resolveNodeLabel(ctx context.Context, path, what, node, label string, timeo
 }
 
 func nodeLabel(ctx context.Context, node, label string, timeout time.Duration) (string, error) {
-	cfg, err := agent.LoadConfig()
+	cfg, err := config.GetConfig()
 	if err != nil {
 		return "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.Timeout = timeout
-	k, err := agent.NewKube(cfg)
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	labels, err := k.NodeLabels(ctx, node)
-	if err != nil {
+	obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, obj); err != nil {
 		return "", fmt.Errorf("getting node %s: %w", node, err)
 	}
-	return labels[label], nil
+	return obj.Labels[label], nil
 }
 
 func writeFileAtomic(path string, data []byte) error {

@@ -21,17 +21,37 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/kernel"
 )
+
+// CacheOptions restricts the manager's cache to the node's own
+// NodeNetTuning (a field selector on metadata.name), so each agent costs the
+// API server one narrow watch and sees no other node's object.
+func CacheOptions(nodeName string) cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.NodeNetTuning{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+	}}
+}
 
 // EventSink receives the agent's apply and repair events as they happen,
 // besides the Kubernetes Events of the Recorder (which need the API server):
@@ -69,13 +89,12 @@ const (
 	EventDeferred = "deferred"
 )
 
-// Reconciler applies the node's NodeNetTuning and reports on it (Run).
+// Reconciler applies the node's NodeNetTuning and reports on it.
 type Reconciler struct {
+	Client   client.Client
 	Engine   *Engine
 	NodeName string
-	// Recorder receives the Kubernetes Events about the NodeNetTuning
-	// (Kube.EventRecorder); none are recorded when nil.
-	Recorder EventRecorder
+	Recorder events.EventRecorder
 	Metrics  *Metrics
 	// Events, when set, receives every apply outcome and drift repair.
 	Events EventSink
@@ -105,12 +124,8 @@ type Reconciler struct {
 	// Resync is how often the host is re-checked for drift without an event.
 	Resync time.Duration
 
-	// Kick receives a value when the drift watcher repaired something or
-	// the gate changed: the NodeNetTuning is reconciled.
-	Kick chan struct{}
-
-	watch      atomic.Pointer[nntWatch] // while Run runs
-	reconciles atomic.Int64
+	// Kick receives a value when the drift watcher repaired something.
+	Kick chan event.GenericEvent
 
 	mu sync.Mutex
 	// refused remembers a generation that was refused or rolled back, so it is
@@ -120,9 +135,8 @@ type Reconciler struct {
 	driftRepairs int64
 }
 
-// init sets the defaults; a generation refused by a previous Run is tried
-// again.
-func (r *Reconciler) init() {
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Heartbeat == 0 {
 		r.Heartbeat = 5 * time.Minute
 	}
@@ -130,11 +144,19 @@ func (r *Reconciler) init() {
 		r.Resync = 30 * time.Second
 	}
 	if r.Kick == nil {
-		r.Kick = make(chan struct{}, 1)
+		r.Kick = make(chan event.GenericEvent, 1)
 	}
-	r.mu.Lock()
 	r.refused = map[int64]Outcome{}
-	r.mu.Unlock()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodenettuning-agent").
+		// runAgent builds a new manager, and sets this reconciler up in it
+		// again, each time the previous one stopped (control plane out of
+		// reach): only one of them ever runs, so the process-wide check for
+		// unique controller names would only make every retry fail.
+		WithOptions(controller.Options{SkipNameValidation: new(true)}).
+		For(&v1alpha1.NodeNetTuning{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Kick, &handler.EnqueueRequestForObject{})).
+		Complete(r)
 }
 
 // DriftRepaired counts a repair and wakes the reconciler to report it.
@@ -151,33 +173,30 @@ func (r *Reconciler) DriftRepaired(n int) {
 		}
 		r.Events.Event(EventDriftRepaired, revision, fmt.Sprintf("%d item(s) re-tuned after drift", n))
 	}
-	r.kick()
-}
-
-// kick wakes the reconciler (a wake-up already pending is enough).
-func (r *Reconciler) kick() {
+	nnt := &v1alpha1.NodeNetTuning{}
+	nnt.Name = r.NodeName
 	select {
-	case r.Kick <- struct{}{}:
+	case r.Kick <- event.GenericEvent{Object: nnt}:
 	default:
 	}
 }
 
-// reconcile applies spec when it is new, then writes status if it changed.
-func (r *Reconciler) reconcile(ctx context.Context, w *nntWatch, name string) (Result, error) {
-	if name != r.NodeName {
-		return Result{}, nil
+// Reconcile applies spec when it is new, then writes status if it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	if req.Name != r.NodeName {
+		return ctrl.Result{}, nil
 	}
-	nnt, err := w.get(name)
-	if err != nil {
+	nnt := &v1alpha1.NodeNetTuning{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nnt); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Result{}, nil // keep the last-known-good; nothing to report to
+			return ctrl.Result{}, nil // keep the last-known-good; nothing to report to
 		}
-		return Result{}, fmt.Errorf("getting NodeNetTuning %s: %w", name, err)
+		return ctrl.Result{}, fmt.Errorf("getting NodeNetTuning %s: %w", req.Name, err)
 	}
 
 	committed, err := r.Engine.CommittedSpec()
 	if err != nil {
-		return Result{}, err
+		return ctrl.Result{}, err
 	}
 	for _, n := range r.Engine.TakeNotices() {
 		if r.Recorder != nil {
@@ -209,7 +228,7 @@ func (r *Reconciler) reconcile(ctx context.Context, w *nntWatch, name string) (R
 		outcome, err = r.Engine.Apply(ctx, nnt.Spec)
 		if err != nil {
 			r.Metrics.observe(outcome, err)
-			return Result{}, fmt.Errorf("applying revision %s: %w", nnt.Spec.Revision, err)
+			return ctrl.Result{}, fmt.Errorf("applying revision %s: %w", nnt.Spec.Revision, err)
 		}
 		r.Metrics.observe(outcome, nil)
 		r.event(nnt, outcome)
@@ -246,15 +265,15 @@ func (r *Reconciler) reconcile(ctx context.Context, w *nntWatch, name string) (R
 	beat := nnt.Status.LastHeartbeatTime
 	stale := beat == nil || now.Sub(beat.Time) >= r.Heartbeat
 	if !stale && statusEqual(nnt.Status, status) {
-		return Result{RequeueAfter: requeue}, nil
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	status.LastHeartbeatTime = &now
-	original := nnt.DeepCopy()
+	patch := client.MergeFrom(nnt.DeepCopy())
 	nnt.Status = status
-	if err := w.kube.PatchStatus(ctx, original, nnt); err != nil {
-		return Result{}, fmt.Errorf("patching status: %w", err)
+	if err := r.Client.Status().Patch(ctx, nnt, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
-	return Result{RequeueAfter: requeue}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // normalize clears what does not change the host, for comparisons.
@@ -275,7 +294,12 @@ func (r *Reconciler) gateState() gate.State {
 // GateChanged wakes the reconciler: a revision held back by the gate may
 // start now (or a report of the gate is due).
 func (r *Reconciler) GateChanged() {
-	r.kick()
+	nnt := &v1alpha1.NodeNetTuning{}
+	nnt.Name = r.NodeName
+	select {
+	case r.Kick <- event.GenericEvent{Object: nnt}:
+	default:
+	}
 }
 
 // deferredEvent announces a revision held back, once per revision and
