@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -193,9 +194,17 @@ func TestHubPlacement(t *testing.T) {
 	t.Logf("TIMING first content (%s) on the 6 vehicles, %s into the test", v1.Status.StableRevision, time.Since(began).Round(time.Millisecond))
 	// Then the sample's content with its rollout.
 	applied := time.Now()
-	v1.Spec = p.Spec
-	if err := h.Client.Update(ctx, v1); err != nil {
-		t.Fatal(err)
+	// The hub's controller writes the status at any time: an update that
+	// lost that race is made again on the profile as it is now.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1alpha1.NetTuningProfile{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Name: p.Name}, cur); err != nil {
+			return err
+		}
+		cur.Spec = p.Spec
+		return h.Client.Update(ctx, cur)
+	}); err != nil {
+		t.Fatalf("updating %s with its rollout: %v", p.Name, err)
 	}
 	clusters := func(p *v1alpha1.NetTuningProfile) string {
 		var out []string
@@ -311,14 +320,18 @@ func TestHubPlacement(t *testing.T) {
 	if len(before) != 3 {
 		t.Fatalf("works of %s: %v, want 3", p.Name, before)
 	}
-	pl := &clusterv1beta1.Placement{}
-	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "depots"}, pl); err != nil {
-		t.Fatal(err)
-	}
-	pl.Spec.Predicates = []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
-		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/no-such-label": "x"}}}}}
-	if err := h.Client.Update(ctx, pl); err != nil {
-		t.Fatal(err)
+	// OCM's placement controller writes the Placement's status at any
+	// time: an update that lost that race is made again.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pl := &clusterv1beta1.Placement{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Namespace: "fleet", Name: "depots"}, pl); err != nil {
+			return err
+		}
+		pl.Spec.Predicates = []clusterv1beta1.ClusterPredicate{{RequiredClusterSelector: clusterv1beta1.ClusterSelector{
+			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/no-such-label": "x"}}}}}
+		return h.Client.Update(ctx, pl)
+	}); err != nil {
+		t.Fatalf("emptying the Placement fleet/depots: %v", err)
 	}
 	waitNamed(t, h, p.Name, time.Minute, p.Name+" Stalled once its Placement decides no cluster", func(p *v1alpha1.NetTuningProfile) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionStalled)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
@@ -475,19 +476,32 @@ func sample(t *testing.T, root, file string) *v1alpha1.NetTuningProfile {
 	return p
 }
 
+// apply creates p at the hub, or replaces the spec of the profile there.
+// The hub's controller writes the profile's status (and so its
+// resourceVersion) at any time, every heartbeat included: an update that
+// lost that race is made again on the profile as it is now, as kubectl
+// apply would.
 func apply(t *testing.T, ctx context.Context, h *hubtest.Hub, p *v1alpha1.NetTuningProfile) {
 	t.Helper()
-	cur := &v1alpha1.NetTuningProfile{}
-	err := h.Client.Get(ctx, client.ObjectKey{Name: p.Name}, cur)
-	if err != nil {
-		if err := h.Client.Create(ctx, p.DeepCopy()); err != nil {
-			t.Fatalf("creating %s at the hub: %v", p.Name, err)
+	created := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1alpha1.NetTuningProfile{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Name: p.Name}, cur); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			created = true
+			return h.Client.Create(ctx, p.DeepCopy())
 		}
-		return
-	}
-	cur.Spec = p.Spec
-	if err := h.Client.Update(ctx, cur); err != nil {
-		t.Fatalf("updating %s at the hub: %v", p.Name, err)
+		cur.Spec = p.Spec
+		return h.Client.Update(ctx, cur)
+	})
+	if err != nil {
+		verb := "updating"
+		if created {
+			verb = "creating"
+		}
+		t.Fatalf("%s %s at the hub: %v", verb, p.Name, err)
 	}
 }
 
