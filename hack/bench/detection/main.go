@@ -83,6 +83,12 @@ type config struct {
 	out, png string
 	burn     float64 // internal: run as the load generator
 	traffic  fleet.Traffic
+	// trialsLog is the JSON-lines log every trial is appended to;
+	// accumulate reports every logged trial of the same commit and fleet
+	// shape with this run's.
+	trialsLog  string
+	accumulate bool
+	commit     string // -report-only: the commit to report
 }
 
 func main() {
@@ -103,10 +109,14 @@ func main() {
 	flag.DurationVar(&c.traffic.FloodEvery, "flood-every", c.traffic.FloodEvery, "foreign UDP round period")
 	flag.IntVar(&c.traffic.IncastBytes, "incast-bytes", c.traffic.IncastBytes, "TCP incast bytes each other host writes into xavier-a per round (0: none)")
 	flag.DurationVar(&c.traffic.IncastEvery, "incast-every", c.traffic.IncastEvery, "TCP incast round period")
-	replotFrom := flag.String("replot", "", "redraw -png from this written report instead of running trials")
+	flag.StringVar(&c.trialsLog, "trials-log", "docs/bench-detection-trials.jsonl", "append every trial to this JSON-lines log (\"\" = none)")
+	flag.BoolVar(&c.accumulate, "accumulate", false, "report every trial of -trials-log at this commit and fleet shape (every load level) with this run's: a record accumulated over several runs")
+	reportOnly := flag.Bool("report-only", false, "run no trial: rewrite -out and -png from the trials of -trials-log at this commit and fleet shape (-commit to name another commit)")
+	flag.StringVar(&c.commit, "commit", "", "with -report-only: the commit whose logged trials to report (default: the tree's)")
 	flag.Parse()
-	if *replotFrom != "" {
-		if err := replot(*replotFrom, c.png, c); err != nil {
+	if *reportOnly {
+		c.arms = strings.Split(arms, ",")
+		if err := rewriteReport(c); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-detection:", err)
 			os.Exit(1)
 		}
@@ -202,6 +212,8 @@ type trial struct {
 	by       map[string]decision
 	load     string
 	ev       *evidence // what the cohorts did on the wire meanwhile
+	level    float64   // the background load's share of each CPU (-load)
+	run      string    // the run's start (RFC 3339) of a logged trial
 }
 
 func run(c config) error {
@@ -223,14 +235,29 @@ func run(c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
+	commit := commitOf(root)
+	var earlier []trial
+	if c.accumulate {
+		if c.trialsLog == "" {
+			return errors.New("-accumulate needs -trials-log")
+		}
+		if strings.HasSuffix(commit, "+dirty") {
+			return fmt.Errorf("-accumulate: the tree differs from commit %s outside docs/: trials of uncommitted code are not accumulated", strings.TrimSuffix(commit, "+dirty"))
+		}
+		shape := record{Commit: commit, Vehicles: c.vehicles, Canaries: c.canaries, MaxTrial: c.maxTrial.String()}.shape()
+		recs, err := readRecords(c.trialsLog, shape)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			earlier = append(earlier, r.trial())
+		}
+		fmt.Printf("accumulating: %d earlier trials of commit %s in %s\n", len(earlier), commit, c.trialsLog)
+	}
 
-	judge, guard, stable, err := demoProfile(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
+	judge, guard, threshold, stable, err := analyses(root)
 	if err != nil {
 		return err
-	}
-	threshold := &v1alpha1.AnalysisSpec{}
-	if err := yaml.UnmarshalStrict(thresholdYAML, threshold); err != nil {
-		return fmt.Errorf("threshold.yaml: %w", err)
 	}
 
 	if c.load > 0 {
@@ -270,7 +297,10 @@ func run(c config) error {
 	if err := b.setStable(); err != nil {
 		return err
 	}
-	var trials []trial
+	trials := append([]trial(nil), earlier...)
+	newReport := func() *report {
+		return &report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms), earlier: len(earlier), commit: commit}
+	}
 	for i := 0; i < c.trials*len(c.arms); i++ {
 		a := allArms[c.arms[i%len(c.arms)]]
 		// The canaries rotate over the fleet, shifted by one more vehicle
@@ -290,10 +320,16 @@ func run(c config) error {
 			fmt.Fprintf(os.Stderr, "trial %d (%s on %s): %v\n%s\n", i+1, a.name, strings.Join(canary, ","), err, f.Evidence(ctx))
 			return err
 		}
+		t.level, t.run = c.load, began.UTC().Format(time.RFC3339)
 		trials = append(trials, t)
+		if c.trialsLog != "" {
+			if err := appendRecord(c.trialsLog, toRecord(c, commit, began, t)); err != nil {
+				return fmt.Errorf("trials log: %w", err)
+			}
+		}
 		// The report is rewritten after every trial: an interrupted run
 		// leaves the trials it completed, and says how many.
-		if err := (&report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}).write(); err != nil {
+		if err := newReport().write(); err != nil {
 			return err
 		}
 		fmt.Printf("[%5s] trial %d/%d %-18s canary %s verified after %s:", time.Since(began).Round(time.Second), i+1, c.trials*len(c.arms), a.name, t.canary, t.verified.Round(100*time.Millisecond))
@@ -303,7 +339,7 @@ func run(c config) error {
 		}
 		fmt.Println()
 	}
-	r := report{c: c, trials: trials, methods: reported, took: time.Since(began), began: began, planned: c.trials * len(c.arms)}
+	r := newReport()
 	if err := r.write(); err != nil {
 		return err
 	}
@@ -316,6 +352,58 @@ func orNone(s string) string {
 		return "undecided"
 	}
 	return s
+}
+
+// analyses are the demo's judge and guard and the threshold analysis,
+// and the demo's stable content.
+func analyses(root string) (judge, guard, threshold *v1alpha1.AnalysisSpec, stable v1alpha1.NetTuningProfileSpec, err error) {
+	judge, guard, stable, err = demoProfile(filepath.Join(root, "config", "samples", "demo", "02-xavier-lan-v2.yaml"))
+	if err != nil {
+		return nil, nil, nil, stable, err
+	}
+	threshold = &v1alpha1.AnalysisSpec{}
+	if err := yaml.UnmarshalStrict(thresholdYAML, threshold); err != nil {
+		return nil, nil, nil, stable, fmt.Errorf("threshold.yaml: %w", err)
+	}
+	return judge, guard, threshold, stable, nil
+}
+
+// rewriteReport writes the report of the logged trials of one commit and
+// fleet shape, running none.
+func rewriteReport(c config) error {
+	root, err := localcp.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	judge, guard, threshold, _, err := analyses(root)
+	if err != nil {
+		return err
+	}
+	commit := c.commit
+	if commit == "" {
+		commit = commitOf(root)
+	}
+	recs, err := readRecords(c.trialsLog, record{Commit: commit, Vehicles: c.vehicles, Canaries: c.canaries, MaxTrial: c.maxTrial.String()}.shape())
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("%s has no trial of commit %s with %d vehicles, %d canaries and -max-trial %s", c.trialsLog, commit, c.vehicles, c.canaries, c.maxTrial)
+	}
+	var trials []trial
+	for _, r := range recs {
+		trials = append(trials, r.trial())
+	}
+	methods := []method{{name: stepMethod}, {"judge", judge, nil}, {"guard", guard, nil}, {"threshold", threshold, nil}}
+	r := &report{c: c, trials: trials, methods: methods, began: time.Now(), earlier: len(trials), commit: commit}
+	if err := r.write(); err != nil {
+		return err
+	}
+	fmt.Print(r.table())
+	return nil
 }
 
 // demoProfile reads the demo's v2 profile: its judge analysis (the step's

@@ -126,6 +126,26 @@ func per1000(n, d float64) string {
 // canary vehicle against one baseline vehicle (each cohort's sums divided
 // by its vehicles).
 func (r *report) physicsTable() string {
+	var b strings.Builder
+	b.WriteString("| load | arm | trials | cohort | messages per vehicle")
+	for _, ms := range slowBounds {
+		fmt.Fprintf(&b, " | > %d ms per 1000", ms)
+	}
+	for _, k := range tcpCounters {
+		fmt.Fprintf(&b, " | %s per 1000 messages", strings.TrimPrefix(strings.TrimPrefix(k, "TcpExt."), "Tcp."))
+	}
+	b.WriteString(" |\n|---|---|---|---|---|")
+	for range len(slowBounds) + len(tcpCounters) {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, level := range levels(r.trials) {
+		r.physicsRows(&b, level)
+	}
+	return b.String()
+}
+
+func (r *report) physicsRows(b *strings.Builder, level float64) {
 	type sums struct {
 		trials           int
 		canary, baseline cohortEvidence
@@ -144,7 +164,7 @@ func (r *report) physicsTable() string {
 		}
 	}
 	per := map[string]*sums{}
-	for _, t := range r.trials {
+	for _, t := range atLevel(r.trials, level) {
 		if t.ev == nil {
 			continue
 		}
@@ -157,20 +177,7 @@ func (r *report) physicsTable() string {
 		add(&s.canary, t.ev.canary)
 		add(&s.baseline, t.ev.baseline)
 	}
-	var b strings.Builder
-	b.WriteString("| arm | trials | cohort | messages per vehicle")
-	for _, ms := range slowBounds {
-		fmt.Fprintf(&b, " | > %d ms per 1000", ms)
-	}
-	for _, k := range tcpCounters {
-		fmt.Fprintf(&b, " | %s per 1000 messages", strings.TrimPrefix(strings.TrimPrefix(k, "TcpExt."), "Tcp."))
-	}
-	b.WriteString(" |\n|---|---|---|---|")
-	for range len(slowBounds) + len(tcpCounters) {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, a := range r.c.arms {
+	for _, a := range r.arms() {
 		s := per[a]
 		if s == nil {
 			continue
@@ -180,15 +187,14 @@ func (r *report) physicsTable() string {
 			c    cohortEvidence
 		}{{"canary", s.canary}, {"baseline", s.baseline}} {
 			c := row.c
-			fmt.Fprintf(&b, "| %s | %d | %s | %.0f", a, s.trials, row.name, c.msgs/float64(max(c.vehicles, 1)))
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f", levelName(level), a, s.trials, row.name, c.msgs/float64(max(c.vehicles, 1)))
 			for _, ms := range slowBounds {
-				fmt.Fprintf(&b, " | %s", per1000(c.over[ms], c.msgs))
+				fmt.Fprintf(b, " | %s", per1000(c.over[ms], c.msgs))
 			}
 			for _, k := range tcpCounters {
-				fmt.Fprintf(&b, " | %s", per1000(float64(c.tcp[k]), c.msgs))
+				fmt.Fprintf(b, " | %s", per1000(float64(c.tcp[k]), c.msgs))
 			}
 			b.WriteString(" |\n")
 		}
 	}
-	return b.String()
 }

@@ -21,8 +21,8 @@ import (
 	"image/color"
 	"math"
 	"os"
-	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,6 +44,8 @@ type report struct {
 	took    time.Duration
 	began   time.Time
 	planned int
+	earlier int    // trials of earlier runs (-accumulate), first in trials
+	commit  string // the commit the trials measure
 }
 
 // write writes the report and the plot where the flags say.
@@ -68,7 +70,7 @@ type cell struct {
 	withinTwo, withEnough                  int             // judge: decided within two intervals of enough samples
 }
 
-func (r *report) cells() map[string]map[string]*cell {
+func (r *report) cells(trials []trial) map[string]map[string]*cell {
 	out := map[string]map[string]*cell{}
 	// Two intervals of each method's own measuring clock; the step's is its
 	// slowest analysis'.
@@ -85,7 +87,7 @@ func (r *report) cells() map[string]map[string]*cell {
 			twice[m.name] = slowest
 		}
 	}
-	for _, t := range r.trials {
+	for _, t := range trials {
 		if out[t.arm] == nil {
 			out[t.arm] = map[string]*cell{}
 		}
@@ -154,11 +156,29 @@ func (r *report) armTitle(a string) string { return allArms[a].title }
 
 // table is the result table (also printed at the end of a run).
 func (r *report) table() string {
-	cells := r.cells()
 	var b strings.Builder
-	fmt.Fprintln(&b, "| arm | analysis | trials | rolled back (Fail) | promoted (Pass) | inconclusive | undecided in time | decision after canary verified: median / p90 / max | decided within 2 intervals of the minimum samples |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
-	for _, a := range r.c.arms {
+	fmt.Fprintln(&b, "| load | arm | analysis | trials | rolled back (Fail) | promoted (Pass) | inconclusive | undecided in time | decision after canary verified: median / p90 / max | decided within 2 intervals of the minimum samples |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, level := range levels(r.trials) {
+		r.levelRows(&b, level)
+	}
+	return b.String()
+}
+
+// arms are the arms of the trials, in the order of -arms first.
+func (r *report) arms() []string {
+	out := append([]string(nil), r.c.arms...)
+	for _, t := range r.trials {
+		if !slices.Contains(out, t.arm) {
+			out = append(out, t.arm)
+		}
+	}
+	return out
+}
+
+func (r *report) levelRows(b *strings.Builder, level float64) {
+	cells := r.cells(atLevel(r.trials, level))
+	for _, a := range r.arms() {
 		for _, m := range r.methods {
 			c := cells[a][m.name]
 			if c == nil {
@@ -176,10 +196,9 @@ func (r *report) table() string {
 			if len(c.times) > 0 {
 				times = fmt.Sprintf("%s / %s / %s", quantileDur(c.times, 0.5).Round(time.Second), quantileDur(c.times, 0.9).Round(time.Second), quantileDur(c.times, 1).Round(time.Second))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s: %s | %d | %d | %d | %s | %s |\n", a, m.name, c.n, label, pct(c.fail, c.n), c.pass, c.inconclusive, c.undecided, times, within)
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s: %s | %d | %d | %d | %s | %s |\n", levelName(level), a, m.name, c.n, label, pct(c.fail, c.n), c.pass, c.inconclusive, c.undecided, times, within)
 		}
 	}
-	return b.String()
 }
 
 func (r *report) markdown() string {
@@ -187,14 +206,37 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "# Detection benchmark: the judge and the TCP guard against the threshold analysis\n\n")
 	fmt.Fprintf(&b, "Produced by `make bench-detection` (`cd hack/bench && go run ./detection %s`, root) on %s: %d CPUs, %s. ",
 		strings.Join(os.Args[1:], " "), r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version())
-	if len(r.trials) < r.planned {
-		fmt.Fprintf(&b, "**%d of the %d planned trials** completed in %s (the run was stopped or is still going; the report is rewritten after every trial).\n\n", len(r.trials), r.planned, r.took.Round(time.Second))
-	} else {
-		fmt.Fprintf(&b, "The whole run (%d trials) took **%s**.\n\n", len(r.trials), r.took.Round(time.Second))
+	ran := len(r.trials) - r.earlier
+	switch {
+	case r.planned == 0:
+		fmt.Fprintf(&b, "No trial was run for this report (`-report-only`): it is written from the trials log.\n\n")
+	case ran < r.planned:
+		fmt.Fprintf(&b, "**%d of the %d planned trials** of this run completed in %s (the run was stopped or is still going; the report is rewritten after every trial).\n\n", ran, r.planned, r.took.Round(time.Second))
+	default:
+		fmt.Fprintf(&b, "The whole run (%d trials) took **%s**.\n\n", ran, r.took.Round(time.Second))
 	}
+	fmt.Fprintf(&b, "Every trial measures commit `%s`.", r.commit)
+	if r.earlier > 0 {
+		runs := map[string]bool{}
+		for _, t := range r.trials[:r.earlier] {
+			runs[t.run] = true
+		}
+		fmt.Fprintf(&b, " **Accumulated**: besides this run's %d trials, %d trials of %d runs at the same commit and fleet shape, read from the trials log (`%s`).", ran, r.earlier, len(runs), r.c.trialsLog)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "- **Fleet**: `internal/fleet` with %d vehicles x 3 hosts (network namespaces, a real `nettune-agent` per host, switch ports and NICs at %s with 128 KB buffers), the real controller, kube-apiserver, etcd, Loki and Prometheus; the topics are the demo's (%s from every host to every peer: name:bytes:rate) with the demo's traffic: TCP incast and synchronized foreign UDP bursts into xavier-a (`fleet.StartTraffic`).\n", r.c.vehicles, fleet.LANRate, strings.Join(fleet.DemoTopics, ", "))
-	fmt.Fprintf(&b, "- **Background load**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", runtime.NumCPU(), 100*r.c.load)
-	fmt.Fprintf(&b, "- **Trials**: %d per arm planned, arms interleaved (%s), the canary vehicles rotating over the fleet; each trial a new revision given to %d canary vehicles through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. The three analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until the step (judge+guard) and the threshold analysis decided or %s passed (the judge or the guard alone may then be undecided: the step had already acted).\n", r.c.trials, strings.Join(r.c.arms, ", "), r.c.canaries, r.c.vehicles-r.c.canaries, r.c.maxTrial)
+	for _, level := range levels(r.trials) {
+		if level <= 0 {
+			fmt.Fprintf(&b, "- **Load level %q**: no background load process; the fleet itself (%d vehicles x 3 hosts, their agents and traffic, the control plane, Loki and Prometheus) on the %d CPUs.\n", levelName(level), r.c.vehicles, runtime.NumCPU())
+			continue
+		}
+		fmt.Fprintf(&b, "- **Load level %q**: a separate process keeping each of the %d CPUs busy %.0f %% of every 10 ms, for the whole run, on top of the fleet itself.\n", levelName(level), runtime.NumCPU(), 100*level)
+	}
+	planned := fmt.Sprintf("%d per arm planned", r.c.trials)
+	if r.planned == 0 {
+		planned = "as counted below"
+	}
+	fmt.Fprintf(&b, "- **Trials**: %s, arms interleaved (%s), the canary vehicles rotating over the fleet; each trial a new revision given to %d canary vehicles through the controller, the other %d vehicles on the stable revision (the shipped v2) as the baseline. The three analyses are measured every 10 s from the moment every node of the canary verified the revision, on the same instant and the same cohorts, with the controller's own code (`analysis.Measure`, `analysis.Accumulate`), until the step (judge+guard) and the threshold analysis decided or %s passed (the judge or the guard alone may then be undecided: the step had already acted).\n", planned, strings.Join(r.c.arms, ", "), r.c.canaries, r.c.vehicles-r.c.canaries, r.c.maxTrial)
 	spec := func(name string) *v1alpha1.AnalysisSpec {
 		for _, m := range r.methods {
 			if m.name == name {
@@ -236,20 +278,20 @@ func (r *report) markdown() string {
 	b.WriteString(r.physicsTable())
 	b.WriteString("\n")
 	b.WriteString("## Arms\n\n")
-	for _, a := range r.c.arms {
+	for _, a := range r.arms() {
 		fmt.Fprintf(&b, "- `%s`: %s\n", a, r.armTitle(a))
 	}
-	b.WriteString("\n## Every trial\n\n| # | arm | canary | edit -> canary verified | load average | ")
+	b.WriteString("\n## Every trial\n\n| run | # | load | arm | canary | edit -> canary verified | load average | ")
 	for _, m := range r.methods {
 		fmt.Fprintf(&b, "%s | ", m.name)
 	}
-	b.WriteString("\n|---|---|---|---|---|")
+	b.WriteString("\n|---|---|---|---|---|---|---|")
 	for range r.methods {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
 	for _, t := range r.trials {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | ", t.n+1, t.arm, t.canary, t.verified.Round(100*time.Millisecond), t.load)
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | ", t.run, t.n+1, levelName(t.level), t.arm, t.canary, t.verified.Round(100*time.Millisecond), t.load)
 		for _, m := range r.methods {
 			d := t.by[m.name]
 			msg := strings.ReplaceAll(strings.Join(strings.Fields(d.msg), " "), "|", "/")
@@ -269,18 +311,34 @@ var methodColors = []color.RGBA{{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, {R: 0xd6, 
 // is a rollback (Fail), a ring a promotion (Pass), a cross no decision.
 func (r *report) plot(path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Decision after the canary verified (%d trials, %.0f %% background load)", len(r.trials), 100*r.c.load)
+	p.Title.Text = fmt.Sprintf("Decision after the canary verified (%d trials)", len(r.trials))
 	p.Y.Label.Text = "seconds"
 	p.X.Label.Text = "arm (left: judge, right: threshold)"
 	var names []string
 	seen := map[string]bool{}
-	for i, a := range r.c.arms {
-		names = append(names, a)
+	type column struct {
+		arm   string
+		level float64
+	}
+	var cols []column
+	lv := levels(r.trials)
+	for _, l := range lv {
+		for _, a := range r.arms() {
+			cols = append(cols, column{a, l})
+		}
+	}
+	for i, col := range cols {
+		a := col.arm
+		if len(lv) > 1 {
+			names = append(names, fmt.Sprintf("%s @%.0f%%", a, 100*col.level))
+		} else {
+			names = append(names, a)
+		}
 		for mi, m := range r.methods {
 			var fail, pass, none plotter.XYs
 			k := 0
 			for _, t := range r.trials {
-				if t.arm != a {
+				if t.arm != a || t.level != col.level {
 					continue
 				}
 				d := t.by[m.name]
@@ -322,44 +380,4 @@ func (r *report) plot(path string) error {
 	p.NominalX(names...)
 	p.Legend.Top = true
 	return p.Save(9*vg.Inch, 5*vg.Inch, path)
-}
-
-// replot redraws the plot of a written report from its table of every
-// trial (the arm, and each analysis' phase and decision time).
-func replot(md, png string, c config) error {
-	data, err := os.ReadFile(md)
-	if err != nil {
-		return err
-	}
-	row := regexp.MustCompile(`^\| (\d+) \| ([a-z0-9-]+) \| `)
-	cell := regexp.MustCompile(`\*\*([A-Za-z]+)\*\* after ([0-9hms.]+):`)
-	r := &report{c: c, methods: []method{{name: "judge"}, {name: "threshold"}}}
-	seen := map[string]bool{}
-	c.arms = nil
-	for _, line := range strings.Split(string(data), "\n") {
-		m := row.FindStringSubmatch(line)
-		cells := cell.FindAllStringSubmatch(line, -1)
-		if m == nil || len(cells) != 2 {
-			continue
-		}
-		t := trial{arm: m[2], by: map[string]decision{}}
-		for i, meth := range r.methods {
-			d, err := time.ParseDuration(cells[i][2])
-			if err != nil {
-				return fmt.Errorf("trial %s: %w", m[1], err)
-			}
-			phase := cells[i][1]
-			if phase == "undecided" {
-				phase = ""
-			}
-			t.by[meth.name] = decision{phase: phase, after: d}
-		}
-		if !seen[t.arm] {
-			seen[t.arm] = true
-			c.arms = append(c.arms, t.arm)
-		}
-		r.trials = append(r.trials, t)
-	}
-	r.c = c
-	return r.plot(png)
 }
