@@ -168,7 +168,7 @@ bench-latency: ## Topic latency on the testbed under loss: kernel defaults vs pr
 	cd hack/bench && $(GO) run ./latency $(BENCH_LATENCY_ARGS)
 
 .PHONY: bench-detection
-bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes).
+bench-detection: tools build ## Rollback detection on the simulated fleet under background load: judge, TCP guard and threshold analysis on 20 trials per arm, into docs/benchmarks-detection.md (root, about 75 minutes). Every trial is logged in docs/bench-detection-trials.jsonl; BENCH_DETECTION_ARGS='-load 0 -accumulate' adds an idle run to the record of the same commit.
 	cd hack/bench && $(GO) run ./detection $(BENCH_DETECTION_ARGS)
 
 .PHONY: bench-experiment
