@@ -17,6 +17,7 @@ limitations under the License.
 package analysis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -610,4 +611,51 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// StableCounts runs a judge analysis' totalQuery and slowQuery for one
+// cohort (the vehicles on the stable revision) over window, at the instant
+// at, and returns the counts per host pair, named as the judge names them.
+func StableCounts(ctx context.Context, q Querier, profile string, spec *v1alpha1.AnalysisSpec, c Cohort, window time.Duration, at time.Time) (map[string]Counts, error) {
+	if spec.Judge == nil {
+		return nil, errors.New("not a judge analysis")
+	}
+	vq, ok := q.(VectorQuerier)
+	if !ok {
+		return nil, fmt.Errorf("the %s client cannot run per-pair queries", spec.Provider)
+	}
+	j := spec.Judge
+	extra := func(d *TemplateData) error {
+		threshold := judgeThreshold(j)
+		d.ThresholdMs = strconv.FormatFloat(float64(threshold)/float64(time.Millisecond), 'f', -1, 64)
+		d.ThresholdSeconds = strconv.FormatFloat(threshold.Seconds(), 'f', -1, 64)
+		s, err := FormatDuration(j.GetStep())
+		d.Step = s
+		return err
+	}
+	out := map[string]Counts{}
+	for _, qq := range []struct {
+		what, tmpl string
+		slow       bool
+	}{{"totalQuery", j.TotalQuery, false}, {"slowQuery", j.SlowQuery, true}} {
+		query, err := renderQuery(qq.tmpl, profile, c, window, extra)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", qq.what, err)
+		}
+		series, err := vq.QueryVector(ctx, query, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", qq.what, err)
+		}
+		for _, s := range series {
+			k := pairName(s.Key)
+			n := out[k]
+			if qq.slow {
+				n.Slow += s.Value
+			} else {
+				n.Total += s.Value
+			}
+			out[k] = n
+		}
+	}
+	return out, nil
 }
