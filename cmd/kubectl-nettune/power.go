@@ -32,7 +32,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -191,7 +190,7 @@ func (c *cli) powerReport(ctx context.Context, name string, o *powerOptions, for
 	}
 	canary := o.canary
 	if canary == 0 {
-		canary = canaryCount(p, fleet, excluded)
+		canary = fleetmodel.CanaryCount(p, fleet, excluded)
 	}
 	if canary < 1 || canary >= len(vehicles) {
 		return fmt.Errorf("profile %s: %d canary vehicle(s) of %d leave no baseline (give --canary)", name, canary, len(vehicles))
@@ -321,44 +320,6 @@ func finite(v float64) *float64 {
 		return nil
 	}
 	return &v
-}
-
-// canaryCount is how many vehicles the rollout's canary will have: those
-// of a rollout in progress, else what spec.rollout.canary selects (a count
-// is raised to the fleet's hardware models, as the controller does).
-func canaryCount(p *v1alpha1.NetTuningProfile, fleet *fleetmodel.Fleet, excluded map[string]bool) int {
-	if n := len(p.Status.CanaryVehicles); n > 0 {
-		return n
-	}
-	r := p.Spec.Rollout
-	n := 0
-	switch {
-	case len(r.Canary.Vehicles) > 0:
-		for _, v := range r.Canary.Vehicles {
-			if _, ok := fleet.Vehicles[v]; ok && !excluded[v] {
-				n++
-			}
-		}
-	case r.Canary.Selector != nil:
-		sel, err := metav1.LabelSelectorAsSelector(r.Canary.Selector.AsMetav1())
-		if err != nil {
-			return 0
-		}
-		for v, nodes := range fleet.Vehicles {
-			if !excluded[v] && len(nodes) > 0 && sel.Matches(labels.Set(nodes[0].Labels)) {
-				n++
-			}
-		}
-	case r.Canary.Count != nil:
-		models := map[string]bool{}
-		for v, nodes := range fleet.Vehicles {
-			if !excluded[v] && len(nodes) > 0 {
-				models[nodes[0].Labels[fleet.HardwareLabel]] = true
-			}
-		}
-		n = max(int(*r.Canary.Count), len(models))
-	}
-	return n
 }
 
 // renderPower prints the report as tables, one per analysis.

@@ -306,7 +306,6 @@ func Power(in PowerInput) (PowerResult, error) {
 	res.PairConfidence = 1 - (1-cfg.Confidence)/float64(len(pairs))
 	m := powerModel{cfg: cfg, pc: res.PairConfidence, minN: res.MinSamples, power: power, s: s}
 
-	var short []string
 	// Pairs with the same rates and share have the same figures.
 	type rates struct{ c, b, s float64 }
 	done := map[rates]PairPower{}
@@ -319,9 +318,6 @@ func Power(in PowerInput) (PowerResult, error) {
 		}
 		pp.PairRate = p
 		res.Pairs = append(res.Pairs, pp)
-		if pp.MinSamplesAt < 0 {
-			short = append(short, fmt.Sprintf("%s (canary %d, baseline %d)", p.Pair, pp.CanarySamples, pp.BaselineSamples))
-		}
 		if in.Detect != nil {
 			switch {
 			case pp.DetectAt < 0 || res.DetectAt < 0:
@@ -332,11 +328,52 @@ func Power(in PowerInput) (PowerResult, error) {
 			res.DetectWithin = res.DetectWithin && pp.DetectWithin
 		}
 	}
-	if len(short) > 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("%d of %d host pairs never collect minSamples %d per cohort before the analysis gives up (window %s by its last measurement at inconclusiveLimit %d x interval %s): %s",
-			len(short), len(pairs), res.MinSamples, res.Window, s.InconclusiveLimit, s.Interval, strings.Join(short, ", ")))
+	if short := shortPairs(res.MinSamples, s, pairs); short != "" {
+		res.Problems = append(res.Problems, short)
 	}
 	return res, nil
+}
+
+// SampleProblems is what makes a judge analysis unable ever to decide on a
+// fleet with these rates (Schedule.Problems, and pairs that never collect
+// the sample minimum before the analysis gives up): Power's Problems
+// without its power figures, cheap enough for every rollout.
+func SampleProblems(cfg JudgeConfig, s Schedule, pairs []PairRate) []string {
+	out := s.Problems()
+	var used []PairRate
+	for _, p := range pairs {
+		if p.CanaryRate > 0 {
+			used = append(used, p)
+		}
+	}
+	if short := shortPairs(judgeSampleMinimum(cfg.Quantile, cfg.MinSamples), s, used); short != "" {
+		out = append(out, short)
+	}
+	return out
+}
+
+// shortPairs names the pairs whose widest window holds fewer than minN
+// messages of either cohort, "" when none does.
+func shortPairs(minN int64, s Schedule, pairs []PairRate) string {
+	widest := s.WindowAt(s.LastMeasurement())
+	m := powerModel{minN: minN, s: s}
+	var short []string
+	for _, p := range pairs {
+		if nC, nB := m.samples(p, widest); widest == 0 || nC < minN || nB < minN {
+			short = append(short, fmt.Sprintf("%s (canary %d, baseline %d)", p.Pair, nC, nB))
+		}
+	}
+	if len(short) == 0 {
+		return ""
+	}
+	const maxNamed = 5
+	n, more := len(short), ""
+	if len(short) > maxNamed {
+		more = fmt.Sprintf(" and %d more", len(short)-maxNamed)
+		short = short[:maxNamed]
+	}
+	return fmt.Sprintf("%d of %d host pairs never collect minSamples %d per cohort before the analysis gives up (window %s by its last measurement at inconclusiveLimit %d x interval %s): %s%s",
+		n, len(pairs), minN, widest, s.InconclusiveLimit, s.Interval, strings.Join(short, ", "), more)
 }
 
 // powerModel holds what every pair's computation shares.
