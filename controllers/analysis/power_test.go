@@ -340,3 +340,72 @@ func TestParseRegression(t *testing.T) {
 		t.Errorf("String: %s", got)
 	}
 }
+
+// benchmarkArm is one arm of the detection benchmark
+// (docs/benchmarks-detection.md, 2026-11-23 21:15 UTC): the messages (or
+// segments) per second per vehicle on the deciding pair, from the trials'
+// verdicts, and the slow shares of the two cohorts on it.
+type benchmarkArm struct {
+	name                  string
+	cfg                   JudgeConfig
+	canaryRate, baseRate  float64 // per vehicle
+	baselineShare, canary float64
+	// wantFrom and wantTo bound the predicted time of an 80 % Fail: the
+	// trials' median and p90 (-1: never).
+	wantFrom, wantTo        time.Duration
+	trialsMedian, trialsP90 string
+}
+
+// TestPowerPredictsTheDetectionBenchmark checks Power against what the
+// benchmark's trials decided, two canary vehicles against two, on the
+// demo's judge (slow-messages) and guard (spurious-retransmissions), both
+// with a rank test, every 10 s over at most 90 s. docs/canary-length.md
+// shows the same table.
+func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
+	arms := []benchmarkArm{
+		// untuned: xavier-b -> xavier-a, canary 66/1840 .. 80/1778 slow
+		// (3.6-4.5 %) in 25 s against 0/1916; 36.8 messages a second per
+		// vehicle. Trials: Fail at 30 s (median), 40 s (p90).
+		{"untuned judge", slowMessages, 36.8, 38.3, 0.0001, 0.036, 30 * time.Second, 40 * time.Second, "30s", "40s"},
+		// cwnd1: xavier-a -> xavier-b, 588/1840 .. 884/1862 (32-47 %).
+		{"cwnd1 judge", slowMessages, 36.8, 38.3, 0.0001, 0.32, 30 * time.Second, 30 * time.Second, "30s", "30s"},
+		// rto2ms-noquickack on the judge: 0.10 against 0.17 slow per 1000:
+		// nothing to detect (trials: Pass, 0/20 detected).
+		{"rto2ms-noquickack judge", slowMessages, 38.3, 38.3, 0.00017, 0.00010, -1, -1, "Pass", "Pass"},
+		// rto2ms-noquickack on the guard: xavier-b -> xavier-c, D-SACK
+		// segments 88/45923 .. 91/45067 (0.19-0.20 %) in 35 s against
+		// 29/70321 .. 35/70686 (0.04-0.05 %): 656 segments a second per
+		// canary vehicle, 1005 per baseline vehicle. Trials: Fail at 40 s
+		// (median), 1m0s (p90), 2 of 20 undecided in 2 minutes.
+		{"rto2ms-noquickack guard", spuriousRetransmissions, 656, 1005, 0.00045, 0.0019, 40 * time.Second, time.Minute, "40s", "1m0s"},
+	}
+	for _, a := range arms {
+		pairs := []PairRate{{Pair: "deciding", CanaryRate: 2 * a.canaryRate, BaselineRate: 2 * a.baseRate, BaselineShare: a.baselineShare}}
+		// Bonferroni over the fleet's 6 pairs: the other 5 at the baseline.
+		for i := range 5 {
+			pairs = append(pairs, PairRate{Pair: fmt.Sprint("other-", i), CanaryRate: 2 * a.canaryRate, BaselineRate: 2 * a.baseRate, BaselineShare: a.baselineShare})
+		}
+		r, err := Power(PowerInput{Config: a.cfg, Schedule: slowMessagesSchedule, Pairs: pairs, Detect: &Regression{Share: a.canary}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.Pairs[0]
+		// The power of each measurement, for the table.
+		m := powerModel{cfg: a.cfg, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: slowMessagesSchedule}
+		var each []string
+		for at := 20 * time.Second; at <= time.Minute; at += 10 * time.Second {
+			w := slowMessagesSchedule.WindowAt(at)
+			pw := 0.0
+			if m.canFail(pairs[0], w) {
+				nC, nB := m.samples(pairs[0], w)
+				pw = newFailTable(a.cfg, r.PairConfidence, nC, nB, a.baselineShare).power(a.canary)
+			}
+			each = append(each, fmt.Sprintf("%s %.2f", at, pw))
+		}
+		t.Logf("%s: min samples at %s; detectable in 90 s %.3f%% (tolerated %.3f%%); a %.3f%% canary failed with 80%% at %s; power per measurement: %s; trials: median %s, p90 %s",
+			a.name, p.MinSamplesAt, 100*p.Detectable, 100*p.Tolerance, 100*a.canary, p.DetectAt, strings.Join(each, ", "), a.trialsMedian, a.trialsP90)
+		if p.DetectAt < a.wantFrom || p.DetectAt > a.wantTo {
+			t.Errorf("%s: predicted detection at %s, want between the trials' median %s and p90 %s", a.name, p.DetectAt, a.trialsMedian, a.trialsP90)
+		}
+	}
+}
