@@ -35,6 +35,11 @@ import (
 // again.
 const analysisCheckRetry = time.Minute
 
+// analysisCheckTimeout bounds the rate check's queries of one analysis: the
+// check runs in the reconcile that starts a rollout, which a backend that
+// does not answer must not hold for the measurements' 30 s.
+const analysisCheckTimeout = 5 * time.Second
+
 // analysisChecks caches, per profile, the analyses' rate check: it queries
 // the backends once per profile generation, stable revision and cohort
 // sizes, not at every reconcile.
@@ -58,7 +63,7 @@ type analysisCheck struct {
 // so a rollout's first reconcile reports it, before its canary's analysis
 // takes a measurement. A backend that does not answer leaves the rate
 // check out (the schedule's findings stay) and it is tried again a minute
-// later. nil for a hub's copy (the hub judges).
+// later; its queries have 5 s. nil for a hub's copy (the hub judges).
 func (r *Reconciler) analysisFindings(ctx context.Context, p *v1alpha1.NetTuningProfile, f *fleetmodel.Fleet) *planner.AnalysisFindings {
 	ro := p.Spec.Rollout
 	if p.Spec.HubAssignment != nil {
@@ -134,6 +139,8 @@ func (r *Reconciler) analysisFindings(ctx context.Context, p *v1alpha1.NetTuning
 // stableRates measures the stable cohort's messages per host pair over the
 // analysis' window and scales them to the rollout's cohorts.
 func (r *Reconciler) stableRates(ctx context.Context, profile string, spec *v1alpha1.AnalysisSpec, stable analysis.Cohort, canary, baseline int, at time.Time) ([]analysis.PairRate, error) {
+	ctx, cancel := context.WithTimeout(ctx, analysisCheckTimeout)
+	defer cancel()
 	q, err := r.Backends.QuerierFor(ctx, spec, fmt.Sprintf("spec.rollout.analyses[%s].address", spec.Name))
 	if err != nil {
 		return nil, err
