@@ -66,6 +66,14 @@ const (
 	// rollout should keep (it does not tolerate the taints OCM gives a
 	// silent cluster forever); the message names the missing tolerations.
 	ConditionPlacementWarnings = "PlacementWarnings"
+	// ConditionAnalysisWarnings is True while an analysis of the rollout
+	// cannot decide on the selected fleet: its window, interval and
+	// inconclusiveLimit never collect its minimum samples at the stable
+	// revision's message rate with the canary's vehicles, or never hold the
+	// rank test's values; the message names the analysis and the numbers.
+	// It does not stop the rollout (such an analysis ends Inconclusive and
+	// acts as its onInconclusive says).
+	ConditionAnalysisWarnings = "AnalysisWarnings"
 )
 
 // NodeRoute is one concrete route to tune on the node.

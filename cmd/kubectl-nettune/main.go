@@ -281,6 +281,7 @@ nodes.`,
 		revisions,
 		c.experimentCommand(),
 		c.recommendCommand(),
+		c.powerCommand(),
 	)
 	return root
 }

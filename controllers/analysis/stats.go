@@ -119,8 +119,13 @@ func ProbExceeds(slowC, totalC, slowB, totalB int64, ratio, delta float64) float
 	}
 	totalC, totalB = max(totalC, 0), max(totalB, 0)
 	slowC, slowB = min(max(slowC, 0), totalC), min(max(slowB, 0), totalB)
-	c := newJeffreysGrid(slowC, totalC)
-	b := newJeffreysGrid(slowB, totalB)
+	return probExceedsGrids(newJeffreysGrid(slowC, totalC), newJeffreysGrid(slowB, totalB), ratio, delta)
+}
+
+// probExceedsGrids is ProbExceeds on tabulated posteriors of the canary (c)
+// and the baseline (b), for a ratio and delta ProbExceeds has checked; the
+// power computation reuses a grid over many calls.
+func probExceedsGrids(c, b *jeffreysGrid, ratio, delta float64) float64 {
 	var num, den float64
 	for i, dens := range b.dens {
 		w := dens

@@ -54,6 +54,36 @@ func renderConditions(st *v1alpha1.NetTuningProfileStatus, gen int64, f RenderFi
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 
+// AnalysisFindings are the analyses of the rollout that cannot decide on
+// the selected fleet, one sentence each naming the analysis and the numbers
+// (analysis.Schedule.Problems, analysis.SampleProblems).
+type AnalysisFindings struct {
+	Warnings []string
+}
+
+// analysisConditions sets the AnalysisWarnings condition from f.
+func analysisConditions(st *v1alpha1.NetTuningProfileStatus, gen int64, f AnalysisFindings, now time.Time) {
+	c := metav1.Condition{Type: v1alpha1.ConditionAnalysisWarnings, Status: metav1.ConditionFalse, Reason: "AnalysesCanDecide",
+		Message: "every analysis can collect its minimum samples on the selected fleet", ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
+	if len(f.Warnings) > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, "AnalysisCannotDecide"
+		c.Message = boundedList(fmt.Sprintf("%d analysis warning(s): ", len(f.Warnings)), f.Warnings)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// AnalysisWarningsRaised reports whether the AnalysisWarnings condition
+// turned True, or changed its message while True, from before to after,
+// with its message: worth one Warning event.
+func AnalysisWarningsRaised(before, after []metav1.Condition) (msg string, raised bool) {
+	c := meta.FindStatusCondition(after, v1alpha1.ConditionAnalysisWarnings)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", false
+	}
+	old := meta.FindStatusCondition(before, v1alpha1.ConditionAnalysisWarnings)
+	return c.Message, old == nil || old.Status != metav1.ConditionTrue || old.Message != c.Message
+}
+
 // RenderWarningsRaised reports whether the RenderWarnings condition turned
 // True from before to after, with its message: worth one Warning event (not
 // one per node while the renderer works through the fleet: the condition's

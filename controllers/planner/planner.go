@@ -165,6 +165,10 @@ type Input struct {
 	// the Conflict and RenderWarnings conditions; nil leaves them as they
 	// are.
 	Render *RenderFindings
+	// Analysis is what the controller found about the analyses' power on
+	// the fleet, written into the AnalysisWarnings condition; nil leaves it
+	// as it is.
+	Analysis *AnalysisFindings
 	// Hub is the decision of a hub for this cluster's vehicles (the
 	// profile's spec.hubAssignment): followed instead of a rollout.
 	Hub *v1alpha1.HubAssignment
@@ -226,6 +230,9 @@ func Plan(in Input) Output {
 	p.run()
 	if in.Render != nil {
 		renderConditions(p.st(), in.Generation, *in.Render, in.Now)
+	}
+	if in.Analysis != nil {
+		analysisConditions(p.st(), in.Generation, *in.Analysis, in.Now)
 	}
 	p.report()
 	return p.out

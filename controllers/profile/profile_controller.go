@@ -97,6 +97,8 @@ type Reconciler struct {
 	// store reads the Nodes and NodeNetTunings of each plan straight from
 	// the manager cache's informers (SetupWithManager).
 	store *fleetStore
+	// checks caches the analyses' rate checks (analysisFindings).
+	checks analysisChecks
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -261,6 +263,11 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile) (ou
 	for _, t := range res.Taken {
 		emit = append(emit, r.announce(p, t))
 	}
+	if msg, raised := planner.AnalysisWarningsRaised(p.Status.Conditions, res.Status.Conditions); raised {
+		emit = append(emit, func() {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "AnalysisWarnings", "Check", "%s", msg)
+		})
+	}
 	if msg, raised := planner.RenderWarningsRaised(p.Status.Conditions, res.Status.Conditions); raised {
 		emit = append(emit, func() {
 			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "RenderWarnings", "Render", "%s", msg)
@@ -303,6 +310,7 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.NetTuningProfile, 
 	in.Now, in.Rollout = r.Now(), rollout
 	in.Vehicles = f.ObserveWith(p.Name, nnts, live)
 	in.LivenessTimer, in.Render, in.Hub = r.Liveness != nil, r.findings(p.Name), p.Spec.HubAssignment
+	in.Analysis = r.analysisFindings(ctx, p, f)
 	if p.Spec.HubAssignment != nil {
 		vs := in.Vehicles
 		for i := range vs {

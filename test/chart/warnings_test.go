@@ -81,6 +81,22 @@ defaults: {cwnd: {value: 30}}
 hostPairs: [{from: xavier-b, to: xavier-a, parameters: {cwnd: {value: 100}}}, {from: xavier-c, to: xavier-a}]
 routes: [{name: depot, destination: 10.20.0.0/16, parameters: {cwnd: {value: 95}}}]` + rollout,
 			[]string{"spec.hostPairs: xavier-b->xavier-a cwnd 100 x MSS 1448", "spec.routes: depot cwnd 95 x MSS 1448"}},
+		{"judge-can-decide", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  steps: [{analysis: {name: slow}}]
+  analyses:
+  - {name: slow, provider: Loki, interval: 10s, window: 90s, inconclusiveLimit: 15, judge: {slowQuery: s, totalQuery: t, intervalQuery: i, step: 5s}}`, nil},
+		{"judge-never-decides", `defaults: {initcwnd: 10}
+rollout:
+  canary: {count: 1}
+  steps: [{analysis: {name: slow, with: [ranked, early]}}]
+  analyses:
+  - {name: slow, provider: Loki, interval: 10s, window: 20s, inconclusiveLimit: 15, judge: {slowQuery: s, totalQuery: t, intervalQuery: i, step: 5s}}
+  - {name: ranked, provider: Loki, interval: 10s, window: 90s, inconclusiveLimit: 2, judge: {slowQuery: s, totalQuery: t, intervalQuery: i}}
+  - {name: early, provider: Loki, interval: 5s, inconclusiveLimit: 1, judge: {slowQuery: s, totalQuery: t, step: 5s}}`,
+			[]string{"spec.rollout.analyses: early (inconclusiveLimit x interval = 5s, judge.step 5s): every measurement before the analysis gives up is still collecting",
+				"spec.rollout.analyses: slow (4 of judge.step 5s), ranked (3 of judge.step 5s): the window (at most window, and inconclusiveLimit x interval - judge.step by the last measurement) holds fewer than the 5 values"}},
 		{"jumbo-mss", `switchBufferBytes: 131072
 defaults: {cwnd: {value: 20}}
 interfaces: [{name: lan0, mtu: 9000}]` + rollout,
