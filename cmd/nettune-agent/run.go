@@ -328,7 +328,10 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 
 	// The API server may be out of reach (vehicle offline): keep the host as
-	// booted and retry with backoff until it answers.
+	// booted and retry with backoff until it answers. A connection lists
+	// again by itself (within agent.WatchRetryMax) for as long as it runs;
+	// it ends when no list succeeded for agent.DefaultSyncTimeout, and the
+	// next one starts after at most reconnectMax.
 	backoff := time.Second
 	for {
 		err := connect(ctx, r, o, connected, log)
@@ -341,9 +344,15 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Minute)
+		backoff = min(2*backoff, reconnectMax)
 	}
 }
+
+// reconnectMax bounds the wait between two connections: no longer than
+// the watch's own retries (agent.WatchRetryMax), so that the agent lists
+// within that bound of the API server's return whether or not a
+// connection is running.
+const reconnectMax = agent.WatchRetryMax
 
 // connect watches the node's NodeNetTuning and renews its Lease until ctx
 // ends (nil) or the API server is out of reach (an error; runAgent calls
