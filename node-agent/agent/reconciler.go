@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/gate"
@@ -111,6 +112,9 @@ type Reconciler struct {
 
 	watch      atomic.Pointer[nntWatch] // while Run runs
 	reconciles atomic.Int64
+	// retryLimiter, when set, replaces the queue's rate limiter of failed
+	// reconciles (tests).
+	retryLimiter workqueue.TypedRateLimiter[string]
 
 	mu sync.Mutex
 	// refused remembers a generation that was refused or rolled back, so it is

@@ -209,8 +209,11 @@ func (k *Kube) watchNodeNetTuning(node string, enqueue, reconnected func()) *nnt
 // called again after it returned, with a new Kube.
 func (r *Reconciler) Run(ctx context.Context, k *Kube, syncTimeout time.Duration, log logr.Logger) error {
 	r.init()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{})
+	limiter := r.retryLimiter
+	if limiter == nil {
+		limiter = workqueue.DefaultTypedControllerRateLimiter[string]()
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{})
 	w := k.watchNodeNetTuning(r.NodeName, func() { q.Add(r.NodeName) }, func() {
 		// Back from an outage: reconcile now, and a failure from here
 		// backs off from the start again.
