@@ -114,7 +114,7 @@ func (s *nntStore) Add(obj any) error {
 }
 
 func (s *nntStore) Update(obj any) error {
-	old, had, _ := s.Store.Get(obj)
+	old, had, _ := s.Get(obj)
 	if err := s.Store.Update(strip(obj)); err != nil {
 		return err
 	}
