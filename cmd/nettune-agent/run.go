@@ -31,21 +31,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/httpauth"
-	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/agent"
 	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/kernel"
@@ -111,7 +106,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.node, "node", "", "name of this node (its NodeNetTuning has the same name)")
 	fs.DurationVar(&o.clockSkew, "clock-skew", 0, "for fault testing: shift every time the agent writes (Lease renewals, status heartbeats, journal and last-known-good times) by this much, as a vehicle whose clock is wrong would")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9101", "Prometheus /metrics address (\"0\" disables)")
-	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address (\"0\" disables)")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", "0", "healthz/readyz address: 200 while connected to the API server, 503 while it is out of reach (\"0\" disables)")
 	fs.IntVar(&o.probePort, "probe-port", 9102, "TCP port peers connect to for post-apply probes (0 disables)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", v1alpha1.DefaultStatusRefresh, "rewrite an unchanged status (lastHeartbeatTime) this often; liveness is the Lease (--lease-renew), so this only bounds how stale a status looks")
 	fs.StringVar(&o.leaseNS, "lease-namespace", defaultLeaseNamespace(), "namespace of the agent's Lease (named after the node; the controller's namespace), default $POD_NAMESPACE or nettune-system")
@@ -156,7 +151,6 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 		return err
 	}
 	log := c.logger(out).WithValues("node", o.node)
-	ctrl.SetLogger(log)
 	e, err := c.engine(log)
 	if err != nil {
 		return err
@@ -206,6 +200,25 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			return err
 		}
 	}
+	// Metrics and health are served for the agent's whole life (the
+	// metrics also while the API server is out of reach); /healthz and
+	// /readyz answer 200 only while the agent is connected to it.
+	registry := newRegistry()
+	connected := &atomic.Bool{}
+	for _, srv := range []struct {
+		addr string
+		h    http.Handler
+	}{{o.metricsAddr, metricsHandler(registry)}, {o.healthAddr, healthHandler(connected)}} {
+		if srv.addr == "0" || srv.addr == "" {
+			continue
+		}
+		done, err := serveHTTP(runCtx, srv.addr, srv.h, log)
+		if err != nil {
+			close(shipped)
+			return err
+		}
+		background = append(background, done)
+	}
 
 	if o.vehicle == "" && o.vehicleLabel != "" {
 		o.vehicle = resolveVehicle(ctx, c.stateDir, o.node, o.vehicleLabel, 10*time.Second, log)
@@ -229,7 +242,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			return err
 		}
 		shipper, err = lokipush.New(lokipush.Options{URL: o.lokiURL, Dir: dir, MaxBytes: o.lokiBufferMaxBytes,
-			Client: client, Redact: redact, Log: log.WithName("loki"), Registerer: metrics.Registry})
+			Client: client, Redact: redact, Log: log.WithName("loki"), Registerer: registry})
 		if err != nil {
 			close(shipped)
 			return err
@@ -264,7 +277,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 
 	if len(o.probeTopics) > 0 {
-		emu, err := startEmulator(e, o, shipper, log.WithName("probe"))
+		emu, err := startEmulator(e, o, shipper, registry, log.WithName("probe"))
 		if err != nil {
 			return err
 		}
@@ -277,7 +290,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	if o.rtoPoll > 0 {
 		features.EstimatedCounters = []kernel.NodeCounter{{Name: agent.EstimateRTOEpisodes, Meaning: agent.RTOEpisodesMeaning(o.rtoPoll, features.Release)}}
 	}
-	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan event.GenericEvent, 1), Events: events, Now: now, Kernel: &features}
+	r := &agent.Reconciler{Engine: e, NodeName: o.node, Heartbeat: o.heartbeat, Resync: o.resync, Kick: make(chan struct{}, 1), Events: events, Now: now, Kernel: &features}
 	if shipper != nil {
 		r.Logs = shipper // the LogsShipped condition
 	}
@@ -289,7 +302,7 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	// TCP metrics the host too, like the probe's: dashboards select them by
 	// vehicle with or without the latency probe, and analyses group the TCP
 	// guard counters by host pair (host, peer) as they do the probe's.
-	r.Metrics = agent.NewMetricsFor(metrics.Registry, agent.MetricLabels{Node: o.node, Vehicle: o.vehicle, Host: o.host}, e)
+	r.Metrics = agent.NewMetricsFor(registry, agent.MetricLabels{Node: o.node, Vehicle: o.vehicle, Host: o.host}, e)
 	if o.rtoPoll > 0 {
 		goBackground(func() { r.Metrics.RunRTOEpisodes(runCtx, e, o.rtoPoll) })
 	}
@@ -315,10 +328,13 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 	}
 
 	// The API server may be out of reach (vehicle offline): keep the host as
-	// booted and retry with backoff until it answers.
+	// booted and retry with backoff until it answers. A connection lists
+	// again by itself (within agent.WatchRetryMax) for as long as it runs;
+	// it ends when no list succeeded for agent.DefaultSyncTimeout, and the
+	// next one starts after at most reconnectMax.
 	backoff := time.Second
 	for {
-		err := runManager(ctx, r, o, log)
+		err := connect(ctx, r, o, connected, log)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -328,55 +344,106 @@ func runAgent(ctx context.Context, c *common, o *runOptions, out io.Writer) erro
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Minute)
+		backoff = min(2*backoff, reconnectMax)
 	}
 }
 
-func runManager(ctx context.Context, r *agent.Reconciler, o *runOptions, log logr.Logger) error {
-	cfg, err := config.GetConfig()
+// reconnectMax bounds the wait between two connections: no longer than
+// the watch's own retries (agent.WatchRetryMax), so that the agent lists
+// within that bound of the API server's return whether or not a
+// connection is running.
+const reconnectMax = agent.WatchRetryMax
+
+// connect watches the node's NodeNetTuning and renews its Lease until ctx
+// ends (nil) or the API server is out of reach (an error; runAgent calls
+// it again). The Lease is renewed while the watch is listed and runs.
+func connect(ctx context.Context, r *agent.Reconciler, o *runOptions, connected *atomic.Bool, log logr.Logger) error {
+	cfg, err := agent.LoadConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.Timeout = 10 * time.Second
-	sch, err := scheme.New()
+	kube, err := agent.NewKube(cfg)
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 sch,
-		Cache:                  agent.CacheOptions(o.node),
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress: o.healthAddr,
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if o.healthAddr != "0" {
-		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-			return err
-		}
-	}
-	r.Client = mgr.GetClient()
-	r.Recorder = mgr.GetEventRecorder("nettune-agent")
-	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up reconciler: %w", err)
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	var leased chan struct{}
 	if o.leaseRenew > 0 {
-		// One object: a direct client, no Lease informer (nor the RBAC to
-		// list them). It shares the manager's connection and REST mapper
-		// (a mapper of its own held a second copy of the API server's
-		// discovery, about 0.4 MiB).
-		direct, err := client.New(cfg, client.Options{Scheme: sch, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return fmt.Errorf("lease client: %w", err)
-		}
-		keeper := &agent.LeaseKeeper{Client: direct, Namespace: o.leaseNS, Node: o.node, Renew: o.leaseRenew, Log: log.WithName("lease"), Now: r.Now}
-		if err := mgr.Add(keeper); err != nil {
-			return err
-		}
+		keeper := &agent.LeaseKeeper{Client: kube, Namespace: o.leaseNS, Node: o.node, Renew: o.leaseRenew, Log: log.WithName("lease"), Now: r.Now}
+		leased = make(chan struct{})
+		go func() {
+			defer close(leased)
+			_ = keeper.Start(ctx)
+		}()
 	}
+	defer func() {
+		connected.Store(false)
+		cancel()
+		if leased != nil {
+			<-leased
+		}
+	}()
+	connected.Store(true)
+	r.Recorder = kube.EventRecorder(ctx, "nettune-agent", log.WithName("events"))
 	log.Info("watching NodeNetTuning", "name", o.node, "apiServer", cfg.Host)
-	return mgr.Start(ctx)
+	return r.Run(ctx, kube, agent.DefaultSyncTimeout, log)
+}
+
+// newRegistry is the agent's Prometheus registry, with the Go runtime's
+// and the process' own metrics.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	return reg
+}
+
+// metricsHandler serves /metrics.
+func metricsHandler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	return mux
+}
+
+// healthHandler serves /healthz and /readyz (and /healthz/ping, ...):
+// 200 while connected, else 503.
+func healthHandler(connected *atomic.Bool) http.Handler {
+	check := func(w http.ResponseWriter, _ *http.Request) {
+		if !connected.Load() {
+			http.Error(w, "not connected to the API server", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}
+	mux := http.NewServeMux()
+	for _, p := range []string{"/healthz", "/healthz/", "/readyz", "/readyz/"} {
+		mux.HandleFunc(p, check)
+	}
+	return mux
+}
+
+// serveHTTP serves h on addr until ctx ends; done is closed when the
+// server stopped.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log logr.Logger) (done chan struct{}, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "serving", "address", addr)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	return done, nil
 }
 
 // lokiPushTimeout bounds one push to Loki.
@@ -483,7 +550,7 @@ func serveProbe(ctx context.Context, e *agent.Engine, port int, log logr.Logger)
 // startEmulator creates the topic emulator: its connections are opened
 // inside the host's namespace, its samples go to Prometheus and, with
 // --loki-url, to Loki.
-func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, log logr.Logger) (*latency.Emulator, error) {
+func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, reg prometheus.Registerer, log logr.Logger) (*latency.Emulator, error) {
 	constLabels := prometheus.Labels{"node": o.node}
 	if o.vehicle != "" {
 		constLabels["vehicle"] = o.vehicle
@@ -491,7 +558,7 @@ func startEmulator(e *agent.Engine, o *runOptions, shipper *lokipush.Shipper, lo
 	if o.host != "" {
 		constLabels["host"] = o.host
 	}
-	prom, err := latency.NewPrometheusSink(metrics.Registry, constLabels)
+	prom, err := latency.NewPrometheusSink(reg, constLabels)
 	if err != nil {
 		return nil, fmt.Errorf("registering the probe's metrics: %w", err)
 	}

@@ -25,10 +25,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/nettune/nettune/node-agent/agent"
 )
 
 // vehicleFile remembers the vehicle read from the Node, for boots without
@@ -79,22 +77,22 @@ func resolveNodeLabel(ctx context.Context, path, what, node, label string, timeo
 }
 
 func nodeLabel(ctx context.Context, node, label string, timeout time.Duration) (string, error) {
-	cfg, err := config.GetConfig()
+	cfg, err := agent.LoadConfig()
 	if err != nil {
 		return "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.Timeout = timeout
-	c, err := client.New(cfg, client.Options{})
+	k, err := agent.NewKube(cfg)
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}
-	if err := c.Get(ctx, types.NamespacedName{Name: node}, obj); err != nil {
+	labels, err := k.NodeLabels(ctx, node)
+	if err != nil {
 		return "", fmt.Errorf("getting node %s: %w", node, err)
 	}
-	return obj.Labels[label], nil
+	return labels[label], nil
 }
 
 func writeFileAtomic(path string, data []byte) error {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/agent"
+	"github.com/nettune/nettune/node-agent/agent/crlease"
 	"github.com/nettune/nettune/test/framework/envtest"
 )
 
@@ -47,7 +48,7 @@ func TestLeaseLiveness(t *testing.T) {
 	var mu sync.Mutex
 	stopped := map[string]bool{}
 	renew := func(ctx context.Context, vehicle, node string) {
-		k := &agent.LeaseKeeper{Client: e.Client, Namespace: envtest.Namespace, Node: node,
+		k := &agent.LeaseKeeper{Client: crlease.Client{C: e.Client}, Namespace: envtest.Namespace, Node: node,
 			Now: func() time.Time { return time.Now().Add(skew[vehicle]) }}
 		for ctx.Err() == nil {
 			mu.Lock()

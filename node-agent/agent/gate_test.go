@@ -179,9 +179,9 @@ func TestAgentHoldsARevisionWhileItsGateIsClosed(t *testing.T) {
 		t.Errorf("%s event %q, want it to name r2 deferred", ev.Reason, ev.Note)
 	}
 	// Several resyncs later the kernel still has r1.
-	gets := a.gets.Load()
+	gets := a.rec.reconciles.Load()
 	rtEventually(t, "three reconciles while deferred", func() error {
-		if n := a.gets.Load() - gets; n < 3 {
+		if n := a.rec.reconciles.Load() - gets; n < 3 {
 			return fmt.Errorf("%d reconciles", n)
 		}
 		return nil

@@ -27,10 +27,18 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
+
+// LeaseClient reads and writes Leases: Kube, or anything else speaking to
+// an API server (node-agent/agent/crlease adapts a controller-runtime
+// client). Errors are the API's (apierrors.IsNotFound, IsConflict).
+type LeaseClient interface {
+	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+	CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error)
+}
 
 // LeaseKeeper renews the node's agent Lease: the agent's sign of life, so
 // that its NodeNetTuning status is written only when its report changes.
@@ -38,9 +46,9 @@ import (
 // v1alpha1.AgentLeaseLabel; the controller judges liveness by when it sees
 // a renewal, so renewTime is informational and this node's clock may be off.
 type LeaseKeeper struct {
-	// Client reads and writes the Lease (a direct client: one object, no
-	// cache needed).
-	Client    client.Client
+	// Client reads and writes the Lease (directly: one object, no cache
+	// needed).
+	Client    LeaseClient
 	Namespace string
 	Node      string
 	// Renew is the renewal period (v1alpha1.DefaultAgentLeaseRenew when 0).
@@ -56,7 +64,7 @@ type LeaseKeeper struct {
 	last *coordinationv1.Lease // the Lease as the last write returned it
 }
 
-// Start renews the Lease until ctx ends (a manager Runnable): once at once,
+// Start renews the Lease until ctx ends: once at once,
 // then every Renew with up to 10 % jitter, so a fleet that booted together
 // does not renew in lockstep. A failed renewal is retried at the next tick.
 func (k *LeaseKeeper) Start(ctx context.Context) error {
@@ -92,9 +100,9 @@ func (k *LeaseKeeper) RenewOnce(ctx context.Context) error {
 	if k.last != nil {
 		l := k.last.DeepCopy()
 		k.stamp(l)
-		err := k.Client.Update(ctx, l)
+		written, err := k.Client.UpdateLease(ctx, l)
 		if err == nil {
-			k.last = l
+			k.last = written
 			return nil
 		}
 		k.last = nil
@@ -132,16 +140,16 @@ func (k *LeaseKeeper) stamp(l *coordinationv1.Lease) {
 
 // readAndRenew reads the Lease, then creates or updates it.
 func (k *LeaseKeeper) readAndRenew(ctx context.Context) error {
-	l := &coordinationv1.Lease{}
-	err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Node}, l)
+	l, err := k.Client.GetLease(ctx, k.Namespace, k.Node)
 	switch {
 	case apierrors.IsNotFound(err):
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Node}}
 		k.stamp(l)
-		if err := k.Client.Create(ctx, l); err != nil {
+		written, err := k.Client.CreateLease(ctx, l)
+		if err != nil {
 			return fmt.Errorf("creating lease %s/%s: %w", k.Namespace, k.Node, err)
 		}
-		k.last = l
+		k.last = written
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading lease %s/%s: %w", k.Namespace, k.Node, err)
@@ -149,9 +157,10 @@ func (k *LeaseKeeper) readAndRenew(ctx context.Context) error {
 	k.stamp(l)
 	// An update with the resourceVersion just read: a conflict means
 	// another writer, and the next tick reads again.
-	if err := k.Client.Update(ctx, l); err != nil {
+	written, err := k.Client.UpdateLease(ctx, l)
+	if err != nil {
 		return fmt.Errorf("renewing lease %s/%s: %w", k.Namespace, k.Node, err)
 	}
-	k.last = l
+	k.last = written
 	return nil
 }

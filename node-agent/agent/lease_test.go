@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
@@ -46,28 +45,17 @@ func TestLeaseKeeperRenewsWithOneWrite(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-test"}}); err != nil {
 		t.Fatal(err)
 	}
+	kube, err := NewKube(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var calls []string
-	counted := interceptor.NewClient(c, interceptor.Funcs{
-		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			mu.Lock()
-			calls = append(calls, "get")
-			mu.Unlock()
-			return cl.Get(ctx, key, obj, opts...)
-		},
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			mu.Lock()
-			calls = append(calls, "create")
-			mu.Unlock()
-			return cl.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			mu.Lock()
-			calls = append(calls, "update")
-			mu.Unlock()
-			return cl.Update(ctx, obj, opts...)
-		},
-	})
+	counted := &countingLeases{kube: kube, note: func(call string) {
+		mu.Lock()
+		calls = append(calls, call)
+		mu.Unlock()
+	}}
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	k := &LeaseKeeper{Client: counted, Namespace: "lease-test", Node: "av-1-h0", Now: func() time.Time { return clock }}
 	renew := func(want ...string) {
@@ -123,4 +111,25 @@ func TestLeaseKeeperRenewsWithOneWrite(t *testing.T) {
 	}
 	renew("update", "get", "create")
 	renew("update")
+}
+
+// countingLeases is the agent's own LeaseClient (Kube), noting every call.
+type countingLeases struct {
+	kube *Kube
+	note func(string)
+}
+
+func (c *countingLeases) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	c.note("get")
+	return c.kube.GetLease(ctx, namespace, name)
+}
+
+func (c *countingLeases) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	c.note("create")
+	return c.kube.CreateLease(ctx, l)
+}
+
+func (c *countingLeases) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	c.note("update")
+	return c.kube.UpdateLease(ctx, l)
 }

@@ -21,37 +21,18 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	"k8s.io/client-go/util/workqueue"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/node-agent/gate"
 	"github.com/nettune/nettune/node-agent/kernel"
 )
-
-// CacheOptions restricts the manager's cache to the node's own
-// NodeNetTuning (a field selector on metadata.name), so each agent costs the
-// API server one narrow watch and sees no other node's object.
-func CacheOptions(nodeName string) cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&v1alpha1.NodeNetTuning{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
-	}}
-}
 
 // EventSink receives the agent's apply and repair events as they happen,
 // besides the Kubernetes Events of the Recorder (which need the API server):
@@ -89,12 +70,13 @@ const (
 	EventDeferred = "deferred"
 )
 
-// Reconciler applies the node's NodeNetTuning and reports on it.
+// Reconciler applies the node's NodeNetTuning and reports on it (Run).
 type Reconciler struct {
-	Client   client.Client
 	Engine   *Engine
 	NodeName string
-	Recorder events.EventRecorder
+	// Recorder receives the Kubernetes Events about the NodeNetTuning
+	// (Kube.EventRecorder); none are recorded when nil.
+	Recorder EventRecorder
 	Metrics  *Metrics
 	// Events, when set, receives every apply outcome and drift repair.
 	Events EventSink
@@ -124,8 +106,15 @@ type Reconciler struct {
 	// Resync is how often the host is re-checked for drift without an event.
 	Resync time.Duration
 
-	// Kick receives a value when the drift watcher repaired something.
-	Kick chan event.GenericEvent
+	// Kick receives a value when the drift watcher repaired something or
+	// the gate changed: the NodeNetTuning is reconciled.
+	Kick chan struct{}
+
+	watch      atomic.Pointer[nntWatch] // while Run runs
+	reconciles atomic.Int64
+	// retryLimiter, when set, replaces the queue's rate limiter of failed
+	// reconciles (tests).
+	retryLimiter workqueue.TypedRateLimiter[string]
 
 	mu sync.Mutex
 	// refused remembers a generation that was refused or rolled back, so it is
@@ -135,8 +124,9 @@ type Reconciler struct {
 	driftRepairs int64
 }
 
-// SetupWithManager registers the reconciler.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// init sets the defaults; a generation refused by a previous Run is tried
+// again.
+func (r *Reconciler) init() {
 	if r.Heartbeat == 0 {
 		r.Heartbeat = 5 * time.Minute
 	}
@@ -144,19 +134,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Resync = 30 * time.Second
 	}
 	if r.Kick == nil {
-		r.Kick = make(chan event.GenericEvent, 1)
+		r.Kick = make(chan struct{}, 1)
 	}
+	r.mu.Lock()
 	r.refused = map[int64]Outcome{}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("nodenettuning-agent").
-		// runAgent builds a new manager, and sets this reconciler up in it
-		// again, each time the previous one stopped (control plane out of
-		// reach): only one of them ever runs, so the process-wide check for
-		// unique controller names would only make every retry fail.
-		WithOptions(controller.Options{SkipNameValidation: new(true)}).
-		For(&v1alpha1.NodeNetTuning{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.Kick, &handler.EnqueueRequestForObject{})).
-		Complete(r)
+	r.mu.Unlock()
 }
 
 // DriftRepaired counts a repair and wakes the reconciler to report it.
@@ -173,30 +155,33 @@ func (r *Reconciler) DriftRepaired(n int) {
 		}
 		r.Events.Event(EventDriftRepaired, revision, fmt.Sprintf("%d item(s) re-tuned after drift", n))
 	}
-	nnt := &v1alpha1.NodeNetTuning{}
-	nnt.Name = r.NodeName
+	r.kick()
+}
+
+// kick wakes the reconciler (a wake-up already pending is enough).
+func (r *Reconciler) kick() {
 	select {
-	case r.Kick <- event.GenericEvent{Object: nnt}:
+	case r.Kick <- struct{}{}:
 	default:
 	}
 }
 
-// Reconcile applies spec when it is new, then writes status if it changed.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	if req.Name != r.NodeName {
-		return ctrl.Result{}, nil
+// reconcile applies spec when it is new, then writes status if it changed.
+func (r *Reconciler) reconcile(ctx context.Context, w *nntWatch, name string) (Result, error) {
+	if name != r.NodeName {
+		return Result{}, nil
 	}
-	nnt := &v1alpha1.NodeNetTuning{}
-	if err := r.Client.Get(ctx, req.NamespacedName, nnt); err != nil {
+	nnt, err := w.get(name)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil // keep the last-known-good; nothing to report to
+			return Result{}, nil // keep the last-known-good; nothing to report to
 		}
-		return ctrl.Result{}, fmt.Errorf("getting NodeNetTuning %s: %w", req.Name, err)
+		return Result{}, fmt.Errorf("getting NodeNetTuning %s: %w", name, err)
 	}
 
 	committed, err := r.Engine.CommittedSpec()
 	if err != nil {
-		return ctrl.Result{}, err
+		return Result{}, err
 	}
 	for _, n := range r.Engine.TakeNotices() {
 		if r.Recorder != nil {
@@ -228,7 +213,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		outcome, err = r.Engine.Apply(ctx, nnt.Spec)
 		if err != nil {
 			r.Metrics.observe(outcome, err)
-			return ctrl.Result{}, fmt.Errorf("applying revision %s: %w", nnt.Spec.Revision, err)
+			return Result{}, fmt.Errorf("applying revision %s: %w", nnt.Spec.Revision, err)
 		}
 		r.Metrics.observe(outcome, nil)
 		r.event(nnt, outcome)
@@ -265,15 +250,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	beat := nnt.Status.LastHeartbeatTime
 	stale := beat == nil || now.Sub(beat.Time) >= r.Heartbeat
 	if !stale && statusEqual(nnt.Status, status) {
-		return ctrl.Result{RequeueAfter: requeue}, nil
+		return Result{RequeueAfter: requeue}, nil
 	}
 	status.LastHeartbeatTime = &now
-	patch := client.MergeFrom(nnt.DeepCopy())
+	original := nnt.DeepCopy()
 	nnt.Status = status
-	if err := r.Client.Status().Patch(ctx, nnt, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	if err := w.kube.PatchStatus(ctx, original, nnt); err != nil {
+		return Result{}, fmt.Errorf("patching status: %w", err)
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return Result{RequeueAfter: requeue}, nil
 }
 
 // normalize clears what does not change the host, for comparisons.
@@ -294,12 +279,7 @@ func (r *Reconciler) gateState() gate.State {
 // GateChanged wakes the reconciler: a revision held back by the gate may
 // start now (or a report of the gate is due).
 func (r *Reconciler) GateChanged() {
-	nnt := &v1alpha1.NodeNetTuning{}
-	nnt.Name = r.NodeName
-	select {
-	case r.Kick <- event.GenericEvent{Object: nnt}:
-	default:
-	}
+	r.kick()
 }
 
 // deferredEvent announces a revision held back, once per revision and

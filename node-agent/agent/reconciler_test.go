@@ -40,22 +40,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
-	"github.com/nettune/nettune/internal/scheme"
 	"github.com/nettune/nettune/node-agent/kernel"
 	"github.com/nettune/nettune/node-agent/state"
 	"github.com/nettune/nettune/test/framework/nettest"
 )
 
-// These tests run the node agent's reconciler in a controller-runtime
-// manager built like runManager (cmd/nettune-agent/run.go), against a real
+// These tests run the node agent's reconciler (Reconciler.Run) as
+// connect does (cmd/nettune-agent/run.go), against a real
 // etcd + kube-apiserver (internal/localcp). The agent's "host" is a network
 // namespace made by the test (nar-<random hex>), joined by a veth to a second
 // namespace holding the peer; addresses are 10.253.X.1/24 and 10.253.X.2/24.
@@ -68,7 +63,7 @@ const (
 	rtResync    = 400 * time.Millisecond // short-ish: several resyncs per test
 	rtTimeout   = 20 * time.Second       // upper bound of every wait
 	rtMissing   = "nrmissing0"           // a device that exists nowhere
-	rtRecorder  = "nettune-agent"        // the event recorder's name (runManager)
+	rtRecorder  = "nettune-agent"        // the event recorder's name (connect)
 	rtPeerName  = "peer-b"               // the peer host's name in specs
 	rtCwndFirst = int32(30)              // cwnd of the first revision
 	rtInitcwnd  = int32(25)              // initcwnd of every revision
@@ -237,7 +232,7 @@ func rtLogger(t *testing.T) logr.Logger {
 }
 
 // rtAgent is one node agent: an engine on the test host and its reconciler.
-// The reconciler outlives managers, as in runAgent.
+// The reconciler outlives its runs (connections), as in runAgent.
 type rtAgent struct {
 	node    string
 	host    *rtHost
@@ -245,24 +240,16 @@ type rtAgent struct {
 	rec     *Reconciler
 	reg     *prometheus.Registry
 	cp      *localcp.ControlPlane
-	mgr     manager.Manager
-	stopMgr func()
-	gets    atomic.Int64 // reconciles: the reconciler Gets its object once per reconcile
+	stopRun func()
 }
 
-// rtCountingClient is the manager's client, counting the reconciler's Gets
-// of the agent's own object (one per reconcile).
-type rtCountingClient struct {
-	client.Client
-	node string
-	gets *atomic.Int64
-}
-
-func (c rtCountingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*v1alpha1.NodeNetTuning); ok && key.Name == c.node {
-		c.gets.Add(1)
+// rtWatched is the agent's watched copy of name.
+func (a *rtAgent) rtWatched(name string) (*v1alpha1.NodeNetTuning, error) {
+	w := a.rec.watch.Load()
+	if w == nil {
+		return nil, fmt.Errorf("the agent is not running")
 	}
-	return c.Client.Get(ctx, key, obj, opts...)
+	return w.get(name)
 }
 
 func rtNewAgent(t *testing.T, cp *localcp.ControlPlane, h *rtHost, node string) *rtAgent {
@@ -278,39 +265,26 @@ func rtNewAgent(t *testing.T, cp *localcp.ControlPlane, h *rtHost, node string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.rec = &Reconciler{Engine: e, NodeName: node, Heartbeat: rtHeartbeat, Resync: rtResync, Kick: make(chan event.GenericEvent, 1), Kernel: &features}
+	a.rec = &Reconciler{Engine: e, NodeName: node, Heartbeat: rtHeartbeat, Resync: rtResync, Kick: make(chan struct{}, 1), Kernel: &features}
 	a.rec.Metrics = NewMetrics(a.reg, node, e)
 	return a
 }
 
-// rtStart builds a manager as runManager does, sets the reconciler up in it
-// and starts it; the manager is stopped in cleanup (or by a.stopMgr).
+// rtStart connects the reconciler as connect does and runs it until
+// cleanup (or a.stopRun); it returns once the watch is listed.
 func (a *rtAgent) rtStart(t *testing.T) {
 	t.Helper()
 	cfg := rest.CopyConfig(a.cp.Config)
 	cfg.Timeout = 10 * time.Second
-	sch, err := scheme.New()
+	kube, err := NewKube(cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connecting: %v", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 sch,
-		Cache:                  CacheOptions(a.node),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 rtLogger(t).WithName("manager"),
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	a.rec.Client = rtCountingClient{Client: mgr.GetClient(), node: a.node, gets: &a.gets}
-	a.rec.Recorder = mgr.GetEventRecorder(rtRecorder)
-	if err := a.rec.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up reconciler: %v", err)
-	}
+	log := rtLogger(t)
 	ctx, cancel := context.WithCancel(context.Background())
+	a.rec.Recorder = kube.EventRecorder(ctx, rtRecorder, log.WithName("events"))
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() { done <- a.rec.Run(ctx, kube, rtTimeout, log.WithName("reconciler")) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -318,20 +292,27 @@ func (a *rtAgent) rtStart(t *testing.T) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("manager: %v", err)
+					t.Errorf("reconciler: %v", err)
 				}
 			case <-time.After(30 * time.Second):
-				t.Errorf("manager did not stop within 30s")
+				t.Errorf("reconciler did not stop within 30s")
 			}
 		})
 	}
 	t.Cleanup(stop)
-	syncCtx, syncCancel := context.WithTimeout(ctx, rtTimeout)
-	defer syncCancel()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		t.Fatal("manager cache did not sync")
-	}
-	a.mgr, a.stopMgr = mgr, stop
+	rtEventually(t, "the watch of "+a.node+" to be listed", func() error {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("the reconciler stopped: %v", err)
+		default:
+		}
+		if a.rec.watch.Load() == nil {
+			return fmt.Errorf("not listed yet")
+		}
+		return nil
+	})
+	a.stopRun = stop
 }
 
 // rtCreate creates a NodeNetTuning through the admin client.
@@ -485,8 +466,8 @@ func rtAssertNoWrites(t *testing.T, a *rtAgent) {
 	// Let the agent's cache catch up with the last status write first: a
 	// reconcile against an older copy would write the same status again.
 	rtEventually(t, "the agent's cache to hold resourceVersion "+before.ResourceVersion, func() error {
-		cached := &v1alpha1.NodeNetTuning{}
-		if err := a.mgr.GetClient().Get(context.Background(), types.NamespacedName{Name: name}, cached); err != nil {
+		cached, err := a.rtWatched(name)
+		if err != nil {
 			return err
 		}
 		if cached.ResourceVersion != before.ResourceVersion {
@@ -494,10 +475,10 @@ func rtAssertNoWrites(t *testing.T, a *rtAgent) {
 		}
 		return nil
 	})
-	reconciles := a.gets.Load()
+	reconciles := a.rec.reconciles.Load()
 	time.Sleep(3*rtResync + 200*time.Millisecond)
 	after := rtGet(t, c, name)
-	if n := a.gets.Load() - reconciles; n < 2 {
+	if n := a.rec.reconciles.Load() - reconciles; n < 2 {
 		t.Errorf("only %v reconciles in %s: the resync did not run", n, 3*rtResync)
 	}
 	if after.ResourceVersion != before.ResourceVersion {
@@ -610,24 +591,16 @@ func TestAgentSeesOnlyItsOwnNodeNetTuning(t *testing.T) {
 	if len(all.Items) != 3 {
 		t.Fatalf("the API server holds %d NodeNetTunings, want 3", len(all.Items))
 	}
-	// The cache-backed client: give the watch time to deliver `after` had
-	// the field selector let it through, then list.
+	// The watched copies: give the watch time to deliver `after` had the
+	// field selector let it through, then list.
 	time.Sleep(2 * rtResync)
-	var seen v1alpha1.NodeNetTuningList
-	if err := a.mgr.GetClient().List(context.Background(), &seen); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen.Items) != 1 || seen.Items[0].Name != a.node {
-		names := []string{}
-		for _, i := range seen.Items {
-			names = append(names, i.Name)
-		}
-		t.Errorf("the agent's cache lists %v, want only %s", names, a.node)
+	if names := a.rec.watch.Load().names(); len(names) != 1 || names[0] != a.node {
+		t.Errorf("the agent's watch holds %v, want only %s", names, a.node)
 	}
 	for _, other := range []*v1alpha1.NodeNetTuning{before, after} {
-		err := a.mgr.GetClient().Get(context.Background(), types.NamespacedName{Name: other.Name}, &v1alpha1.NodeNetTuning{})
+		_, err := a.rtWatched(other.Name)
 		if !apierrors.IsNotFound(err) {
-			t.Errorf("the agent's cache Get %s: %v, want NotFound", other.Name, err)
+			t.Errorf("the agent's watched copy of %s: %v, want NotFound", other.Name, err)
 		}
 		got := rtGet(t, cp.Client, other.Name)
 		if !reflect.DeepEqual(got.Status, v1alpha1.NodeNetTuningStatus{}) {
@@ -733,16 +706,15 @@ func TestAgentReportsRefusedSpecAndKeepsPreviousRevision(t *testing.T) {
 	rtAssertKernelRoute(t, a.host, rtCwndFirst)
 }
 
-// TestAgentReconnectsWithANewManager: runAgent builds a new manager, with the
-// same Reconciler, every time the previous one stopped (control plane out of
-// reach). Setting the reconciler up again must work and the new manager must
-// apply a spec change.
-func TestAgentReconnectsWithANewManager(t *testing.T) {
+// TestAgentReconnectsWithANewRun: runAgent connects again, and runs the
+// same Reconciler again, every time the previous run stopped (control plane
+// out of reach). The second run must apply a spec change.
+func TestAgentReconnectsWithANewRun(t *testing.T) {
 	nettest.RequireRoot(t)
 	t.Parallel()
 	cp, a, _ := rtSetup(t)
-	a.stopMgr()
-	a.rtStart(t) // SetupWithManager again, in the same process
+	a.stopRun()
+	a.rtStart(t) // Run again, in the same process
 	rtUpdateSpec(t, cp.Client, a.node, a.host.rtSpec("r2", 35))
 	var nnt *v1alpha1.NodeNetTuning
 	rtEventually(t, "revision r2 reported", func() error {

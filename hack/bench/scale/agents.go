@@ -37,6 +37,7 @@ import (
 	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 	"github.com/nettune/nettune/node-agent/agent"
+	"github.com/nettune/nettune/node-agent/agent/crlease"
 )
 
 // statusHeartbeat is how often an agent of the previous protocol re-patched
@@ -379,7 +380,7 @@ func (a *agents) renew(ctx context.Context, node string) error {
 	a.mu.Lock()
 	k := a.keepers[node]
 	if k == nil {
-		k = &agent.LeaseKeeper{Client: a.c, Namespace: namespace, Node: node, Renew: a.renewEvery, Duration: leaseDuration(a.renewEvery)}
+		k = &agent.LeaseKeeper{Client: crlease.Client{C: a.c}, Namespace: namespace, Node: node, Renew: a.renewEvery, Duration: leaseDuration(a.renewEvery)}
 		a.keepers[node] = k
 	}
 	a.mu.Unlock()
