@@ -995,6 +995,11 @@ type NetTuningProfileStatus struct {
 	// from the assignments of every profile; a vehicle listed under no
 	// revision gets none of this profile.
 	// Atomic, written whole by the controller (one managedFields entry).
+	// Not written at a hub: there the decision lives in each cluster's
+	// ManifestWork (the copy's spec.hubAssignment names the vehicles that
+	// differ from the stable revision), so that the hub's status does not
+	// grow with the vehicles (status.clusters and the counts say how far
+	// the rollout is).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=101
