@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,7 @@ func TestWorkWritersWriteTheSame(t *testing.T) {
 			t.Skipf("missing %s: run 'make tools' (NETTUNE_REQUIRE_TOOLS=1 makes this a failure)", p)
 		}
 	}
+	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cp, err := localcp.StartWith(localcp.Options{DieWithProcess: true})
@@ -123,6 +125,18 @@ func TestWorkWritersWriteTheSame(t *testing.T) {
 		if one[i].status != many[i].status {
 			t.Errorf("reconcile %d: the profile's status with one writer and with 16 differ:\n%s\n%s", i+1, one[i].status, many[i].status)
 		}
+	}
+	// The hub's status as stored names no vehicle outside its canary, and
+	// its managedFields no cluster (status.clusters is atomic).
+	p := &v1alpha1.NetTuningProfile{}
+	must(t, c.Get(ctx, types.NamespacedName{Name: writersProfile}, p))
+	if p.Status.Assignments != nil || len(p.Status.Clusters) != clusters {
+		t.Errorf("the hub's status: %d assignments, %d clusters; want none, %d", len(p.Status.Assignments), len(p.Status.Clusters), clusters)
+	}
+	managed, err := json.Marshal(p.ManagedFields)
+	must(t, err)
+	if strings.Contains(string(managed), "cluster-01") {
+		t.Errorf("the hub profile's managedFields name its clusters one by one: %s", managed)
 	}
 	var per []string
 	prev := int64(0)
