@@ -69,6 +69,9 @@ type Options struct {
 	// WorkStatusSync is, at a hub, the work agents' --status-sync-interval
 	// (hub.DefaultWorkStatusSync when 0).
 	WorkStatusSync time.Duration
+	// WorkWriters is, at a hub, how many ManifestWorks a reconcile writes
+	// at once (hub.DefaultWorkWriters when 0).
+	WorkWriters int
 	// AddOnGate, at a hub, places profiles only where nettune's OCM add-on
 	// is available at a compatible version (nil: everywhere).
 	AddOnGate *hub.AddOnGate
@@ -109,7 +112,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 func SetupHub(mgr ctrl.Manager, o Options, clusterNamespace string) error {
 	h := &hub.Reconciler{Client: o.Client, APIReader: o.APIReader, Scheme: o.Scheme, Recorder: o.Recorder,
 		Namespace: o.Namespace, ClusterNamespace: clusterNamespace, Now: o.Now, Backends: o.backends(), EventLog: o.EventLog, SkipNameValidation: o.SkipNameValidation,
-		WorkStatusSync: o.WorkStatusSync, AddOn: o.AddOnGate}
+		WorkStatusSync: o.WorkStatusSync, WorkWriters: o.WorkWriters, AddOn: o.AddOnGate}
 	return h.SetupWithManager(mgr)
 }
 

@@ -101,6 +101,9 @@ type Options struct {
 	// WorkStatusSync is the managed clusters' work agents'
 	// --status-sync-interval.
 	WorkStatusSync time.Duration
+	// WorkWriters is how many ManifestWorks a hub's reconcile writes at
+	// once.
+	WorkWriters int
 	// AddOn runs, with Hub, nettune's Open Cluster Management add-on
 	// manager (docs/hub-addon.md).
 	AddOn AddOnOptions
@@ -147,6 +150,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Hub, "hub", false, "run as a hub on Open Cluster Management (docs/hub.md): profiles applied here are rolled out across the vehicles of the managed clusters their clusterSelector picks, through one ManifestWork per cluster; the cluster reconcilers do not run")
 	fs.StringVar(&o.ClusterNamespace, "cluster-namespace", "nettune-system", "with --hub: nettune's namespace in every managed cluster (where the hub places the revisions it names)")
 	fs.DurationVar(&o.WorkStatusSync, "work-status-sync-interval", hub.DefaultWorkStatusSync, "with --hub: the managed clusters' OCM work agents' --status-sync-interval; the clusters' controllers rewrite their vehicle report every (unreachableAfter - 2 x this)/4 so that a live one is never taken for a stopped one (docs/hub.md)")
+	fs.IntVar(&o.WorkWriters, "work-writers", hub.DefaultWorkWriters, "with --hub: ManifestWorks a reconcile writes at once (each waits for the API server's answer; one at a time, a step over 3,500 clusters waited 26 ms a work, docs/bench-hub.md); the profile's status is still patched once, after them")
 	fs.BoolVar(&o.AddOn.Manager, "addon-manager", false, "with --hub: run nettune's Open Cluster Management add-on manager (docs/hub-addon.md): keep the ClusterManagementAddOn --addon-name and install the chart built into this binary in every cluster that has its ManagedClusterAddOn, one ManifestWork each")
 	fs.StringVar(&o.AddOn.Name, "addon-name", addon.DefaultName, "the add-on's name (ClusterManagementAddOn, ManagedClusterAddOns, the Lease of its health)")
 	fs.Var(&o.AddOn.Placements, "addon-placement", "with --addon-manager: NAMESPACE/NAME of a Placement whose clusters get the add-on (repeatable; none: the install strategy is Manual, a ManagedClusterAddOn per cluster made by hand)")
@@ -208,6 +212,9 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if o.WorkWriters < 1 {
+		return fmt.Errorf("--work-writers %d: at least 1 ManifestWork must be written at a time", o.WorkWriters)
+	}
 	for name, v := range map[string]string{"--loki-address": o.LokiAddress, "--prometheus-address": o.PrometheusAddress} {
 		if err := noUserinfo(name, v); err != nil {
 			return err
@@ -258,7 +265,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	setup := controllers.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("nettune-controller"),
-		Namespace: o.Namespace, RenderWorkers: o.RenderWorkers, WorkStatusSync: o.WorkStatusSync,
+		Namespace: o.Namespace, RenderWorkers: o.RenderWorkers, WorkStatusSync: o.WorkStatusSync, WorkWriters: o.WorkWriters,
 		Backends: analysis.Backends{Queriers: analysis.HTTPQueriers(o.QueryTimeout), LokiAddress: o.LokiAddress, PrometheusAddress: o.PrometheusAddress,
 			LokiSecret: o.LokiSecret, PrometheusSecret: o.PrometheusSecret},
 	}

@@ -20,11 +20,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nettune/nettune/controllers/hub"
 	"github.com/nettune/nettune/controllers/noderender"
 	"github.com/nettune/nettune/node-agent/lokipush"
 )
@@ -87,5 +89,19 @@ func TestRenderWorkersFlag(t *testing.T) {
 	}
 	if o := parse(t, "--render-workers", "3"); o.RenderWorkers != 3 {
 		t.Errorf("--render-workers 3 read as %d", o.RenderWorkers)
+	}
+}
+
+// TestWorkWritersFlag: --work-writers defaults to the hub's default, is
+// read as given, and below 1 is refused naming the flag.
+func TestWorkWritersFlag(t *testing.T) {
+	if o := parse(t); o.WorkWriters != hub.DefaultWorkWriters {
+		t.Errorf("default --work-writers %d, want %d", o.WorkWriters, hub.DefaultWorkWriters)
+	}
+	if o := parse(t, "--work-writers", "4"); o.WorkWriters != 4 {
+		t.Errorf("--work-writers 4 read as %d", o.WorkWriters)
+	}
+	if err := run([]string{"--hub", "--work-writers", "0"}); err == nil || !strings.Contains(err.Error(), "--work-writers") {
+		t.Errorf("--work-writers 0: %v, want an error naming the flag", err)
 	}
 }

@@ -98,6 +98,11 @@ type Reconciler struct {
 	// AddOn, when set, places profiles only in clusters where nettune's
 	// OCM add-on is available at a compatible version (addongate.go).
 	AddOn *AddOnGate
+
+	// written remembers the works this reconciler wrote last (written.go),
+	// so that a reconcile that runs before the cache has seen those writes
+	// does not write them again.
+	written writtenWorks
 }
 
 // DefaultWorkWriters is how many ManifestWorks a reconcile writes at once.
@@ -446,7 +451,9 @@ func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile,
 		}
 		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove the work from cluster %s: %w", ns, err))
+			continue
 		}
+		r.written.forget(client.ObjectKeyFromObject(w))
 	}
 	return errors.Join(errs...)
 }
@@ -458,14 +465,35 @@ func (r *Reconciler) place(ctx context.Context, p *v1alpha1.NetTuningProfile, cl
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster, err)
 	}
-	if existing == nil {
-		if err := r.Create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	want := specHash(w)
+	if last, ok := r.written.get(key); ok && (existing == nil || existing.Generation < last.generation) {
+		// The cache has not seen this reconciler's last write of the work
+		// yet: that write, not the cache, says what the work holds.
+		if want != "" && last.hash == want {
+			return nil
+		}
+		// The patch carries the whole spec (from an empty one): the
+		// cache's is not the work's.
+		base := &workv1.ManifestWork{ObjectMeta: *w.ObjectMeta.DeepCopy()}
+		if existing != nil {
+			base = existing.DeepCopy()
+			base.Spec = workv1.ManifestWorkSpec{}
+		}
+		existing = base
+	} else if existing == nil {
+		if err := r.Create(ctx, w); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Made by an earlier reconcile the cache has not seen:
+				// the next reconcile, once it has, writes the share.
+				return nil
+			}
 			return fmt.Errorf("cluster %s: create work: %w", cluster, err)
 		}
+		r.written.set(key, w.Generation, want)
 		worksWritten.WithLabelValues("create").Inc()
 		return nil
-	}
-	if SameSpec(w, existing) {
+	} else if SameSpec(w, existing) {
 		return nil
 	}
 	// A patch of the spec, not an update: the work agent's status writes
@@ -473,8 +501,12 @@ func (r *Reconciler) place(ctx context.Context, p *v1alpha1.NetTuningProfile, cl
 	patched := existing.DeepCopy()
 	patched.Spec = w.Spec
 	if err := r.Patch(ctx, patched, client.MergeFrom(existing)); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(key)
+		}
 		return fmt.Errorf("cluster %s: update work: %w", cluster, err)
 	}
+	r.written.set(key, patched.Generation, want)
 	worksWritten.WithLabelValues("update").Inc()
 	return nil
 }
@@ -510,6 +542,7 @@ func (r *Reconciler) finalize(ctx context.Context, p *v1alpha1.NetTuningProfile)
 		if err := r.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("remove the work from cluster %s: %w", w.Namespace, err)
 		}
+		r.written.forget(client.ObjectKeyFromObject(w))
 	}
 	if !controllerutil.ContainsFinalizer(p, v1alpha1.CleanupFinalizer) {
 		return nil

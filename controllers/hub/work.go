@@ -216,6 +216,23 @@ func CopyRevision(share *v1alpha1.HubAssignment, current string) string {
 	return current
 }
 
+// ShareOf reads the cluster's share of the hub's decision back from the
+// profile's copy that work w carries (its spec.hubAssignment): where the
+// hub keeps which vehicle of the cluster has which revision (the hub
+// profile's status names no vehicle).
+func ShareOf(w *workv1.ManifestWork, profile string) (*v1alpha1.HubAssignment, error) {
+	for _, m := range w.Spec.Workload.Manifests {
+		var cp v1alpha1.NetTuningProfile
+		if err := json.Unmarshal(m.Raw, &cp); err != nil {
+			return nil, fmt.Errorf("work %s/%s: %w", w.Namespace, w.Name, err)
+		}
+		if cp.Kind == "NetTuningProfile" && cp.Name == profile && cp.Spec.HubAssignment != nil {
+			return cp.Spec.HubAssignment, nil
+		}
+	}
+	return nil, fmt.Errorf("work %s/%s carries no copy of profile %s with a hubAssignment", w.Namespace, w.Name, profile)
+}
+
 func manifest(o runtime.Object) (workv1.Manifest, error) {
 	raw, err := json.Marshal(o)
 	if err != nil {

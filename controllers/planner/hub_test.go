@@ -17,6 +17,7 @@ limitations under the License.
 package planner_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -333,5 +334,83 @@ func TestClusterMessageBounded(t *testing.T) {
 	out := planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Clusters: []planner.Cluster{{Name: "c1", Message: long}}})
 	if cs := out.Status.Clusters; len(cs) != 1 || len(cs[0].Message) > 1024 || !strings.HasPrefix(cs[0].Message, "the profile is not applied") {
 		t.Errorf("status.clusters %+v: want c1's message cut to 1,024 bytes", cs)
+	}
+}
+
+// TestHubStatusNamesNoVehicle: a hub's status does not grow with its
+// clusters' vehicles. The same rollout step over 40 clusters of 10 and of
+// 100 vehicles: the decision (Assign) covers every vehicle, the status
+// lists none but the canary (status.assignments is left empty, the
+// vehicles that differ from the stable revision go in each cluster's
+// work), and the two statuses differ in size only by the digits of their
+// counts. A cluster's own profile keeps status.assignments (the node
+// renderer reads it).
+func TestHubStatusNamesNoVehicle(t *testing.T) {
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	const clusters = 40
+	plan := func(perCluster int, hub bool) (planner.Output, int) {
+		var vs []planner.Vehicle
+		var cs []planner.Cluster
+		for c := 0; c < clusters; c++ {
+			name := fmt.Sprintf("cluster-%04d", c)
+			cl := planner.Cluster{Name: name, Reachable: true, Reports: []v1alpha1.VehicleReport{}}
+			for i := 0; i < perCluster; i++ {
+				v := fmt.Sprintf("c%04d-av-%03d", c, i)
+				vs = append(vs, planner.Vehicle{Name: v, Group: name, Hardware: []string{"xavier"}, Assigned: "p-r1", Verified: true, LastSeen: now})
+				cl.Reports = append(cl.Reports, v1alpha1.VehicleReport{Vehicle: v, Revision: "p-r1", Verified: true})
+			}
+			cs = append(cs, cl)
+		}
+		ten, half, all := int32(10), int32(50), intstrPercent(100)
+		in := planner.Input{Now: now, Profile: "p", Revision: "p-r2", Vehicles: vs, Generation: 2,
+			Rollout: &v1alpha1.RolloutSpec{Canary: v1alpha1.CanarySpec{Count: &ten}, MaxUnavailable: &all,
+				Steps: []v1alpha1.RolloutStep{{SetVehicles: &v1alpha1.SetVehiclesStep{Percent: &half}}, {Pause: &v1alpha1.PauseStep{}}}},
+			Status: v1alpha1.NetTuningProfileStatus{CurrentRevision: "p-r1", StableRevision: "p-r1"}}
+		if hub {
+			in.Clusters = cs
+		}
+		// The canary verifies, then the step moves half the fleet.
+		out := planner.Plan(in)
+		for i := range in.Vehicles {
+			in.Vehicles[i].Assigned = out.Assign[in.Vehicles[i].Name]
+		}
+		for c := range cs {
+			for i := range cs[c].Reports {
+				cs[c].Reports[i].Revision = out.Assign[cs[c].Reports[i].Vehicle]
+			}
+		}
+		in.Status = out.Status
+		out = planner.Plan(in)
+		raw, err := json.Marshal(out.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, len(raw)
+	}
+	small, smallBytes := plan(10, true)
+	large, largeBytes := plan(100, true)
+	t.Logf("hub status of %d clusters: %d bytes at 10 vehicles a cluster, %d at 100", clusters, smallBytes, largeBytes)
+	moved := 0
+	for _, rev := range large.Assign {
+		if rev == "p-r2" {
+			moved++
+		}
+	}
+	if len(large.Assign) != clusters*100 || moved < clusters*100/2 {
+		t.Fatalf("the decision: %d vehicles assigned, %d to p-r2; want %d, at least half", len(large.Assign), moved, clusters*100)
+	}
+	for _, out := range []planner.Output{small, large} {
+		if out.Status.Assignments != nil || len(out.Status.CanaryVehicles) != 10 || len(out.Status.Clusters) != clusters {
+			t.Errorf("hub status: %d assignments, %d canaries, %d clusters; want none, 10, %d",
+				len(out.Status.Assignments), len(out.Status.CanaryVehicles), len(out.Status.Clusters), clusters)
+		}
+	}
+	// Per cluster "vehicles":100 and "verified":100 against 10: two digits;
+	// the vehicle counts and the step's message a few more.
+	if d := largeBytes - smallBytes; d > 3*clusters+64 {
+		t.Errorf("hub status grows with the vehicles: %d bytes at 10 a cluster, %d at 100 (+%d)", smallBytes, largeBytes, d)
+	}
+	if own, _ := plan(10, false); len(own.Status.Assignments) == 0 {
+		t.Errorf("a cluster's own profile: no status.assignments; the node renderer needs them")
 	}
 }

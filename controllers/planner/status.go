@@ -34,11 +34,18 @@ func (p *plan) finish() {
 	p.pruneRevisions()
 	c := v1alpha1.VehicleCounts{}
 	perRev := map[string]int32{}
+	// A hub keeps no list of vehicles in its status (hub is true): its
+	// decision lives in each cluster's ManifestWork (spec.hubAssignment,
+	// the vehicles that differ from the stable revision), and the status
+	// stays of the same size whatever the clusters' vehicle counts
+	// (status.assignments of 100,000 vehicles was over etcd's request
+	// limit, docs/bench-hub.md).
+	hub := p.in.Clusters != nil
 	byRev := map[string][]string{}
 	for _, v := range p.in.Vehicles {
 		want := p.out.Assign[v.Name]
 		perRev[want]++
-		if want != "" {
+		if want != "" && !hub {
 			byRev[want] = append(byRev[want], v.Name)
 		}
 		if p.excluded[v.Name] {
@@ -70,7 +77,10 @@ func (p *plan) finish() {
 		st.RevisionVehicles = append(st.RevisionVehicles, v1alpha1.RevisionVehicles{Revision: rev, Vehicles: n})
 	}
 	sort.Slice(st.RevisionVehicles, func(i, j int) bool { return st.RevisionVehicles[i].Revision < st.RevisionVehicles[j].Revision })
-	st.Assignments = AssignmentList(byRev)
+	st.Assignments = nil
+	if !hub {
+		st.Assignments = AssignmentList(byRev)
+	}
 	// Nothing else wakes the controller when a vehicle goes silent (its
 	// missing heartbeats are no events): look again when one would turn
 	// Unreachable.

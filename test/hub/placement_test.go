@@ -233,13 +233,18 @@ func TestHubPlacement(t *testing.T) {
 	p = waitNamed(t, h, p.Name, 2*time.Minute, "the second group's first cluster verified", func(p *v1alpha1.NetTuningProfile) bool {
 		return p.Status.CurrentStep != nil && *p.Status.CurrentStep == 2 && p.Status.Vehicles.Verified == 4
 	})
+	// The hub's decision is in each cluster's work (its share), not in the
+	// profile's status.
 	moved := map[string]bool{}
-	for _, a := range p.Status.Assignments {
+	for _, a := range sharedAssignments(t, h, p.Name) {
 		if a.Revision == rev {
 			for _, v := range a.Vehicles {
 				moved[v] = true
 			}
 		}
+	}
+	if p.Status.Assignments != nil {
+		t.Errorf("the hub profile's status names vehicles: %v, want no status.assignments at a hub", p.Status.Assignments)
 	}
 	var movedClusters []string
 	for name, vs := range vehicles {
@@ -451,6 +456,28 @@ func promote(ctx context.Context, t *testing.T, h *hubtest.Hub, p *v1alpha1.NetT
 	if err := h.Client.Patch(ctx, &v1alpha1.NetTuningProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sharedAssignments are the vehicles the hub names in the shares of every
+// cluster's work of profile (those not on the share's stable revision).
+func sharedAssignments(t *testing.T, h *hubtest.Hub, profile string) []v1alpha1.RevisionAssignment {
+	t.Helper()
+	list := &workv1.ManifestWorkList{}
+	if err := h.Client.List(context.Background(), list, client.MatchingLabels{hub.ManagedByLabel: hub.ManagedBy}); err != nil {
+		t.Fatal(err)
+	}
+	var out []v1alpha1.RevisionAssignment
+	for i := range list.Items {
+		if list.Items[i].Annotations[hub.ProfileAnnotation] != profile {
+			continue
+		}
+		share, err := hub.ShareOf(&list.Items[i], profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, share.Assignments...)
+	}
+	return out
 }
 
 // worksOf are the ManifestWorks of a hub profile, "namespace/name" to generation.

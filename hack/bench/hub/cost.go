@@ -98,7 +98,11 @@ type reportCost struct {
 	// status; profileVehicles the vehicles that status counts.
 	profileBytes, profileStatusBytes int
 	profileVehicles                  int32
-	err                              string
+	// profileClusters are the entries of its status.clusters,
+	// profileNames the vehicles its status.assignments names (none at a
+	// hub), profileManagedBytes its metadata.managedFields (JSON).
+	profileClusters, profileNames, profileManagedBytes int
+	err                                                string
 }
 
 // measureReportCost reads the first cluster's work and every work through
@@ -124,6 +128,12 @@ func measureReportCost(ctx context.Context, api *http.Client, host, cluster stri
 	}
 	pstatus, _ := json.Marshal(prof.Status)
 	rc.profileBytes, rc.profileStatusBytes, rc.profileVehicles = len(pbody), len(pstatus), prof.Status.Vehicles.Total
+	rc.profileClusters = len(prof.Status.Clusters)
+	for _, a := range prof.Status.Assignments {
+		rc.profileNames += len(a.Vehicles)
+	}
+	managed, _ := json.Marshal(prof.ManagedFields)
+	rc.profileManagedBytes = len(managed)
 	var w workv1.ManifestWork
 	if err := json.Unmarshal(body, &w); err != nil {
 		rc.err = err.Error()

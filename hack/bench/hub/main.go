@@ -74,17 +74,19 @@ type config struct {
 	canary     int32
 	applyDelay time.Duration
 	workers    int
-	idle       time.Duration
-	maxWait    time.Duration
-	settle     time.Duration
-	progress   time.Duration
-	scenarios  []string
-	stateDir   string
-	out        string
-	controller string
-	command    string
-	quiet      bool
-	pprof      bool
+	// workWriters is the controller's --work-writers.
+	workWriters int
+	idle        time.Duration
+	maxWait     time.Duration
+	settle      time.Duration
+	progress    time.Duration
+	scenarios   []string
+	stateDir    string
+	out         string
+	controller  string
+	command     string
+	quiet       bool
+	pprof       bool
 	// etcdMaxRequest is etcd's --max-request-bytes (0: etcd's default,
 	// 1.5 MiB).
 	etcdMaxRequest int
@@ -113,6 +115,7 @@ func parseFlags(args []string) (config, error) {
 	canary := fs.Int("canary", 10, "canary vehicles of the staged and rollback scenarios (spec.rollout.canary.count)")
 	fs.DurationVar(&c.applyDelay, "apply-delay", time.Second, "how long a simulated cluster takes from a new ManifestWork generation to its status with every vehicle verified")
 	fs.IntVar(&c.workers, "workers", 16, "simulated work agents' worker pool (and parallel creates)")
+	fs.IntVar(&c.workWriters, "work-writers", 16, "the hub controller's --work-writers: ManifestWorks a reconcile writes at once")
 	fs.DurationVar(&c.idle, "idle", 2*time.Minute, "length of the idle measurement")
 	fs.DurationVar(&c.maxWait, "max-wait", 10*time.Minute, "longest a scenario waits for its end state")
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "wait after a scenario's end state before its closing reading (the writes that follow it count to it)")
@@ -160,6 +163,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.etcdMaxRequest < 0 {
 		return c, errors.New("-etcd-max-request-bytes must not be negative")
+	}
+	if c.workWriters < 1 {
+		return c, errors.New("-work-writers must be at least 1")
 	}
 	if c.workers < 1 || c.idle <= 0 || c.maxWait <= 0 || c.progress <= 0 || c.applyDelay < 0 || c.settle < 0 {
 		return c, errors.New("-workers, -idle, -max-wait and -progress must be positive, -apply-delay and -settle not negative")

@@ -18,6 +18,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -333,10 +334,10 @@ func whyText(r *result, s *scenario) string {
 		t += fmt.Sprintf(" The reconciles took %.1f s of wall time in all (%.0f %% of the scenario; one profile is reconciled by one worker at a time) for %.0f work writes: %.0f works per second of reconcile, "+
 			"%.0f ms per work.", ph.reconcileS, 100*ph.reconcileS/ph.took.Seconds(), works, works/ph.reconcileS, 1000*ph.reconcileS/works)
 		if works >= float64(r.clusters) && ph.cpu.Seconds() < ph.reconcileS/2 {
-			t += fmt.Sprintf(" The controller's CPU (%.1f s) is well below that wall time: the reconciles wait on the API server. The reconciler writes each cluster's ManifestWork in turn, "+
-				"waiting for each answer (controllers/hub/hub_controller.go, plan: the loop over the clusters calling place, then Update), and patches the profile's status only after the last one: "+
+			t += fmt.Sprintf(" The controller's CPU (%.1f s) is well below that wall time: the reconciles wait on the API server. The reconciler writes the clusters' ManifestWorks "+
+				"%d at a time (--work-writers; controllers/hub/hub_controller.go, placeAll), waiting for each answer, and patches the profile's status only after the last one: "+
 				"a reconcile that rewrites every cluster's work (the edit, carrying the new content; the completion, re-expressing every share on the new stable revision) holds the status, "+
-				"and the next step, for %d sequential writes.", ph.cpu.Seconds(), r.clusters)
+				"and the next step, for %d writes, %.0f rounds of %d.", ph.cpu.Seconds(), r.workWriters, r.clusters, math.Ceil(float64(r.clusters)/float64(r.workWriters)), r.workWriters)
 		}
 	}
 	if writes := ph.requests.Total(func(k benchutil.RequestKey) bool { return benchutil.IsWrite(k) && benchutil.OK(k) }); writes > 0 && ph.cpCPU > 0 {
@@ -376,11 +377,14 @@ func writesWhy(r *result, s *scenario) string {
 			"to {stable: new} (controllers/hub/work.go, Share, with the planner's new stableRevision), the same revisions per vehicle written again: %d works here.", ph.still[1])
 	}
 	if ph.moves > 0 && status/float64(ph.moves) > 0.5 {
-		t += fmt.Sprintf(" Status patches: %.0f, %.2f per cluster moved: the hub patches the profile's status (with status.clusters of every cluster and status.assignments of every vehicle) "+
+		t += fmt.Sprintf(" Status patches: %.0f, %.2f per cluster moved: the hub patches the profile's status (with status.clusters of every cluster) "+
 			"after nearly every reconcile, and the clusters' reports arrive spread over time, each waking one reconcile.", status, status/float64(ph.moves))
 	}
 	return t
 }
+
+// maxStatusClusters is the CRD's bound on a hub profile's status.clusters.
+const maxStatusClusters = 10000
 
 // costSection says what the vehicle reports weigh at the hub: one
 // cluster's report and work, every work, and per phase what the API
@@ -402,10 +406,12 @@ func costSection(b *strings.Builder, c config, r *result, phases []phase) {
 		if c.etcdMaxRequest > 0 {
 			limit, limitText = float64(c.etcdMaxRequest), "this run's -etcd-max-request-bytes"
 		}
-		per := perN(float64(rc.profileStatusBytes), float64(rc.profileVehicles))
-		p("The hub profile as stored is %d KiB, its status %d KiB for the %d vehicles it counts (%.1f bytes a vehicle: `status.assignments` names every vehicle, "+
-			"`status.clusters` every cluster): at this size's %d vehicles about %.2f MiB, against the %.2f MiB an object can have (%s).\n\n",
-			rc.profileBytes>>10, rc.profileStatusBytes>>10, rc.profileVehicles, per, r.vehicles, per*float64(r.vehicles)/mib, limit/mib, limitText)
+		perCluster := perN(float64(rc.profileStatusBytes), float64(rc.profileClusters))
+		p("The hub profile as stored is %d KiB (%d KiB of it managedFields), its status %d KiB for %d clusters and the %d vehicles it counts: %.0f bytes a cluster "+
+			"(`status.clusters`), %d vehicle names in `status.assignments` (the hub's decision is in each cluster's work, not in its status); "+
+			"at the %d clusters `status.clusters` can hold about %.2f MiB, against the %.2f MiB an object can have (%s).\n\n",
+			rc.profileBytes>>10, rc.profileManagedBytes>>10, rc.profileStatusBytes>>10, rc.profileClusters, rc.profileVehicles, perCluster, rc.profileNames,
+			maxStatusClusters, perN(float64(rc.profileBytes), float64(rc.profileClusters))*maxStatusClusters/mib, limit/mib, limitText)
 	}
 	p("| phase | ManifestWork watch events sent (MiB, bytes each) | NetTuningProfile watch events sent (MiB) | every kind's watch events (MiB) | etcd database at the end | hub controller Go heap in use at the end | its RSS at the end |\n|---|---|---|---|---|---|---|\n")
 	for _, ph := range phases {

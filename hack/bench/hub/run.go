@@ -44,6 +44,7 @@ import (
 type result struct {
 	// clusters of perCluster vehicles each: vehicles in all.
 	clusters, perCluster, vehicles int
+	workWriters                    int // the controller's --work-writers
 	began                          time.Time
 	took                           time.Duration
 	created                        time.Duration // creating the ManagedClusters
@@ -144,7 +145,7 @@ func prepare(c config) (environment, error) {
 // runSize measures one size on a fresh hub; the result holds whatever was
 // measured, also when it failed (err).
 func runSize(ctx context.Context, c config, env environment, sz size, w io.Writer) *result {
-	r := &result{clusters: sz.clusters, perCluster: sz.vehicles, vehicles: sz.clusters * sz.vehicles, began: time.Now(), controller: env.controller,
+	r := &result{clusters: sz.clusters, perCluster: sz.vehicles, vehicles: sz.clusters * sz.vehicles, workWriters: c.workWriters, began: time.Now(), controller: env.controller,
 		loadStart: benchutil.Loadavg(), busyStart: benchutil.Busiest(6)}
 	if err := measure(ctx, c, env, r, w); err != nil {
 		r.err = err.Error()
@@ -232,7 +233,8 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	}()
 
 	ctrl, err := benchutil.StartController(benchutil.ControllerOptions{Name: "hub controller", Bin: env.controller, Kubeconfig: cp.Kubeconfig,
-		LogPath: filepath.Join(dir, "controller.log"), Pprof: c.pprof, Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false"}})
+		LogPath: filepath.Join(dir, "controller.log"), Pprof: c.pprof, Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false",
+			"--work-writers", strconv.Itoa(c.workWriters)}})
 	if err != nil {
 		return err
 	}
