@@ -18,19 +18,25 @@ package hub
 
 import (
 	"strings"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 // HeartbeatOnly reports whether a ManifestWork changed only in the time of
 // its vehicle report's header: a cluster's controller rewrites its report
 // for the time alone every reportInterval, and every work agent forwards
-// it. Such a change wakes the profile's reconcile only after
-// HeartbeatDelay (workHandler), so that the heartbeats of every cluster in
-// that time make one rollout round: at 1,000 clusters they are about 40
-// work updates a second, and each used to run a whole round over every
-// vehicle. The cache holds the new time for the next round.
+// it. Such a change does not wake the profile's reconcile (workHandler)
+// unless it ends a silence (HeartbeatEndsSilence): at 1,000 clusters the
+// heartbeats are about 40 work updates a second, and a round over every
+// vehicle for each (or for each 15 s of them) kept a core of the hub busy
+// doing nothing. The cache holds the new time for the next round, and the
+// planner wakes the reconcile when the oldest report would turn stale
+// (unreachableAfter after it was written): a controller that stops
+// heartbeating is seen then, as before.
 func HeartbeatOnly(old, cur *workv1.ManifestWork) bool {
 	if old == nil || cur == nil || old.Generation != cur.Generation ||
 		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) || !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) {
@@ -66,4 +72,39 @@ func stripReportTimes(st *workv1.ManifestWorkStatus) bool {
 		}
 	}
 	return found
+}
+
+// HeartbeatEndsSilence reports whether a heartbeat (HeartbeatOnly) came
+// more than twice the cluster's reportInterval and twice OCM's status sync
+// after the report before it (a live controller's reports arrive at most
+// reportInterval + 1.9 status syncs apart): the cluster's controller was
+// silent (the hub may count its vehicles Unreachable, which takes
+// unreachableAfter = 4 x reportInterval + 2 x status sync) and is back,
+// which the profile's reconcile must see now. It is true when either time
+// or the interval cannot be read.
+func HeartbeatEndsSilence(old, cur *workv1.ManifestWork, profile string, statusSync time.Duration) bool {
+	was, ok1 := reportWritten(old)
+	now, ok2 := reportWritten(cur)
+	share, err := ShareOf(cur, profile)
+	if !ok1 || !ok2 || err != nil {
+		return true
+	}
+	return now.Sub(was) > 2*share.GetReportInterval()+2*statusSync
+}
+
+// reportWritten is when a work's vehicle report was written (its header).
+func reportWritten(w *workv1.ManifestWork) (time.Time, bool) {
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Name != FeedbackName || v.Value.String == nil {
+				continue
+			}
+			h, _, err := v1alpha1.ParseVehicleReports(*v.Value.String)
+			if err != nil || h.Written.IsZero() {
+				return time.Time{}, false
+			}
+			return h.Written, true
+		}
+	}
+	return time.Time{}, false
 }

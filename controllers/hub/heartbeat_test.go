@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -52,6 +53,39 @@ func TestHeartbeatOnly(t *testing.T) {
 	} {
 		if got := HeartbeatOnly(tc.old, tc.cur); got != tc.want {
 			t.Errorf("%s: HeartbeatOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHeartbeatEndsSilence(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	vs := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-1", Verified: true}}
+	work := func(written time.Time, interval time.Duration) *workv1.ManifestWork {
+		w := reportWork(v1alpha1.ReportHeader{Written: written, Generation: 3}, 0, vs...)
+		cp := &v1alpha1.NetTuningProfile{}
+		cp.APIVersion, cp.Kind, cp.Name = v1alpha1.GroupVersion.String(), "NetTuningProfile", "lan"
+		cp.Spec.HubAssignment = &v1alpha1.HubAssignment{Stable: "lan-1", ReportInterval: &metav1.Duration{Duration: interval}}
+		m, err := manifest(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Workload.Manifests = []workv1.Manifest{m}
+		return w
+	}
+	for _, tc := range []struct {
+		name     string
+		old, cur *workv1.ManifestWork
+		want     bool
+	}{
+		{"the next heartbeat", work(at, 25*time.Second), work(at.Add(25*time.Second), 25*time.Second), false},
+		{"a heartbeat late by two status syncs", work(at, 25*time.Second), work(at.Add(44*time.Second), 25*time.Second), false},
+		{"a 1 s heartbeat through a 10 s status sync", work(at, time.Second), work(at.Add(20*time.Second), time.Second), false},
+		{"the first report after 2 minutes of silence", work(at, 25*time.Second), work(at.Add(2*time.Minute), 25*time.Second), true},
+		{"no copy of the profile to read the interval from", work(at, 25*time.Second), reportWork(v1alpha1.ReportHeader{Written: at.Add(time.Second), Generation: 3}, 0, vs...), true},
+		{"no time in the report before", reportWork(v1alpha1.ReportHeader{}, 0, vs...), work(at, 25*time.Second), true},
+	} {
+		if got := HeartbeatEndsSilence(tc.old, tc.cur, "lan", 10*time.Second); got != tc.want {
+			t.Errorf("%s: HeartbeatEndsSilence = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

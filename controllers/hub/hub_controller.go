@@ -91,10 +91,6 @@ type Reconciler struct {
 	// (DefaultWorkStatusSync when 0): the clusters' heartbeat leaves room
 	// for it (ReportInterval).
 	WorkStatusSync time.Duration
-	// HeartbeatDelay is how long a work update that only refreshed its
-	// report's time waits to wake the profile's reconcile
-	// (DefaultHeartbeatDelay when 0).
-	HeartbeatDelay time.Duration
 	// AddOn, when set, places profiles only in clusters where nettune's
 	// OCM add-on is available at a compatible version (addongate.go).
 	AddOn *AddOnGate
@@ -122,16 +118,13 @@ func (r *Reconciler) workers() int {
 	return DefaultWorkWriters
 }
 
-// DefaultHeartbeatDelay is how long a heartbeat alone (HeartbeatOnly) waits
-// before it wakes the profile's reconcile: the heartbeats of every cluster
-// within it are one reconcile.
-const DefaultHeartbeatDelay = 15 * time.Second
 
 // workHandler enqueues the profile of a ManifestWork that changed. A change
-// of the report's time alone (HeartbeatOnly) is enqueued after
-// HeartbeatDelay, so that the clusters' heartbeats (about 40 a second at
-// 1,000 clusters) make one rollout round in that time, not one each; a
-// cluster's controller coming back after it went silent is seen within it.
+// of the report's time alone (HeartbeatOnly, about 40 a second at 1,000
+// clusters) enqueues nothing: the planner's requeue at the oldest report's
+// staleness reads the times then. A heartbeat that ends a silence
+// (HeartbeatEndsSilence) is enqueued at once, so that a cluster's
+// controller coming back is seen when its report arrives.
 func (r *Reconciler) workHandler() handler.EventHandler {
 	profile := func(o client.Object) (reconcile.Request, bool) {
 		if o.GetLabels()[ManagedByLabel] != ManagedBy || o.GetAnnotations()[ProfileAnnotation] == "" {
@@ -143,10 +136,6 @@ func (r *Reconciler) workHandler() handler.EventHandler {
 		if req, ok := profile(o); ok {
 			q.Add(req)
 		}
-	}
-	delay := r.HeartbeatDelay
-	if delay <= 0 {
-		delay = DefaultHeartbeatDelay
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -165,8 +154,7 @@ func (r *Reconciler) workHandler() handler.EventHandler {
 			}
 			old, _ := e.ObjectOld.(*workv1.ManifestWork)
 			cur, _ := e.ObjectNew.(*workv1.ManifestWork)
-			if HeartbeatOnly(old, cur) {
-				q.AddAfter(req, delay)
+			if HeartbeatOnly(old, cur) && !HeartbeatEndsSilence(old, cur, req.Name, r.statusSync()) {
 				return
 			}
 			q.Add(req)
