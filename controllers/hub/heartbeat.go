@@ -18,9 +18,11 @@ package hub
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/nettune/nettune/api/v1alpha1"
@@ -81,25 +83,81 @@ func stripReportTimes(st *workv1.ManifestWorkStatus) bool {
 // silent (the hub may count its vehicles Unreachable, which takes
 // unreachableAfter = 4 x reportInterval + 2 x status sync) and is back,
 // which the profile's reconcile must see now. It is true when either time
-// or the interval cannot be read.
-func HeartbeatEndsSilence(old, cur *workv1.ManifestWork, profile string, statusSync time.Duration) bool {
+// or the interval cannot be read. intervals (nil: none) keeps the interval
+// read from each generation of a work, so that a heartbeat parses only its
+// report's first line.
+func HeartbeatEndsSilence(old, cur *workv1.ManifestWork, profile string, statusSync time.Duration, intervals *ReportIntervals) bool {
 	was, ok1 := reportWritten(old)
 	now, ok2 := reportWritten(cur)
-	share, err := ShareOf(cur, profile)
-	if !ok1 || !ok2 || err != nil {
+	if !ok1 || !ok2 {
 		return true
 	}
-	return now.Sub(was) > 2*share.GetReportInterval()+2*statusSync
+	interval, ok := intervals.get(cur)
+	if !ok {
+		share, err := ShareOf(cur, profile)
+		if err != nil {
+			return true
+		}
+		interval = share.GetReportInterval()
+		intervals.put(cur, interval)
+	}
+	return now.Sub(was) > 2*interval+2*statusSync
 }
 
-// reportWritten is when a work's vehicle report was written (its header).
+// ReportIntervals keeps the reportInterval of each ManifestWork's
+// generation (its spec does not change within one).
+type ReportIntervals struct {
+	mu sync.Mutex
+	m  map[types.UID]generationInterval
+}
+
+type generationInterval struct {
+	generation int64
+	interval   time.Duration
+}
+
+func (c *ReportIntervals) get(w *workv1.ManifestWork) (time.Duration, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gi, ok := c.m[w.UID]
+	return gi.interval, ok && gi.generation == w.Generation
+}
+
+func (c *ReportIntervals) put(w *workv1.ManifestWork, interval time.Duration) {
+	if c == nil || w.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[types.UID]generationInterval{}
+	}
+	c.m[w.UID] = generationInterval{w.Generation, interval}
+}
+
+// forget drops a deleted work's interval.
+func (c *ReportIntervals) forget(uid types.UID) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, uid)
+}
+
+// reportWritten is when a work's vehicle report was written: its header,
+// the report's first line alone ("@ <written> <generation>").
 func reportWritten(w *workv1.ManifestWork) (time.Time, bool) {
 	for _, m := range w.Status.ResourceStatus.Manifests {
 		for _, v := range m.StatusFeedbacks.Values {
 			if v.Name != FeedbackName || v.Value.String == nil {
 				continue
 			}
-			h, _, err := v1alpha1.ParseVehicleReports(*v.Value.String)
+			first, _, _ := strings.Cut(*v.Value.String, "\n")
+			h, _, err := v1alpha1.ParseVehicleReports(first)
 			if err != nil || h.Written.IsZero() {
 				return time.Time{}, false
 			}

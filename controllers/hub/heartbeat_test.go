@@ -84,8 +84,48 @@ func TestHeartbeatEndsSilence(t *testing.T) {
 		{"no copy of the profile to read the interval from", work(at, 25*time.Second), reportWork(v1alpha1.ReportHeader{Written: at.Add(time.Second), Generation: 3}, 0, vs...), true},
 		{"no time in the report before", reportWork(v1alpha1.ReportHeader{}, 0, vs...), work(at, 25*time.Second), true},
 	} {
-		if got := HeartbeatEndsSilence(tc.old, tc.cur, "lan", 10*time.Second); got != tc.want {
+		if got := HeartbeatEndsSilence(tc.old, tc.cur, "lan", 10*time.Second, nil); got != tc.want {
 			t.Errorf("%s: HeartbeatEndsSilence = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestHeartbeatIntervalKeptPerGeneration: the interval read from a work's
+// generation is used for its heartbeats, and read again from a new one.
+func TestHeartbeatIntervalKeptPerGeneration(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	vs := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-1", Verified: true}}
+	work := func(gen int64, written time.Time, interval time.Duration) *workv1.ManifestWork {
+		w := reportWork(v1alpha1.ReportHeader{Written: written, Generation: 3}, 0, vs...)
+		w.UID, w.Generation = "w-1", gen
+		cp := &v1alpha1.NetTuningProfile{}
+		cp.APIVersion, cp.Kind, cp.Name = v1alpha1.GroupVersion.String(), "NetTuningProfile", "lan"
+		cp.Spec.HubAssignment = &v1alpha1.HubAssignment{Stable: "lan-1", ReportInterval: &metav1.Duration{Duration: interval}}
+		m, err := manifest(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Workload.Manifests = []workv1.Manifest{m}
+		return w
+	}
+	var c ReportIntervals
+	// Generation 1 asks a 25 s heartbeat: 45 s apart is not a silence.
+	if HeartbeatEndsSilence(work(1, at, 25*time.Second), work(1, at.Add(45*time.Second), 25*time.Second), "lan", 0, &c) {
+		t.Fatal("45 s apart with a 25 s heartbeat counted a silence")
+	}
+	// The kept interval answers for generation 1 even from a work whose
+	// manifest cannot be read.
+	bare := work(1, at.Add(90*time.Second), 25*time.Second)
+	bare.Spec.Workload.Manifests = nil
+	if HeartbeatEndsSilence(work(1, at.Add(45*time.Second), 25*time.Second), bare, "lan", 0, &c) {
+		t.Fatal("the interval kept for generation 1 was not used")
+	}
+	// Generation 2 asks a 10 s heartbeat: 45 s apart is a silence.
+	if !HeartbeatEndsSilence(work(2, at, 10*time.Second), work(2, at.Add(45*time.Second), 10*time.Second), "lan", 0, &c) {
+		t.Fatal("generation 2's 10 s heartbeat was judged with generation 1's 25 s")
+	}
+	c.forget("w-1")
+	if _, ok := c.get(work(2, at, 10*time.Second)); ok {
+		t.Fatal("a forgotten work's interval is still kept")
 	}
 }

@@ -64,6 +64,9 @@ import (
 // managed clusters they select.
 type Reconciler struct {
 	client.Client
+	// intervals keeps each work generation's reportInterval for the
+	// heartbeat filter (workHandler).
+	intervals ReportIntervals
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
 	// APIReader reads the profile past the cache, as a cluster's profile
@@ -142,6 +145,7 @@ func (r *Reconciler) workHandler() handler.EventHandler {
 			add(e.Object, q)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.intervals.forget(e.Object.GetUID())
 			add(e.Object, q)
 		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -154,7 +158,7 @@ func (r *Reconciler) workHandler() handler.EventHandler {
 			}
 			old, _ := e.ObjectOld.(*workv1.ManifestWork)
 			cur, _ := e.ObjectNew.(*workv1.ManifestWork)
-			if HeartbeatOnly(old, cur) && !HeartbeatEndsSilence(old, cur, req.Name, r.statusSync()) {
+			if HeartbeatOnly(old, cur) && !HeartbeatEndsSilence(old, cur, req.Name, r.statusSync(), &r.intervals) {
 				return
 			}
 			q.Add(req)
