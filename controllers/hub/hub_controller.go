@@ -67,8 +67,8 @@ type Reconciler struct {
 	// intervals keeps each work generation's reportInterval for the
 	// heartbeat filter (workHandler).
 	intervals ReportIntervals
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// APIReader reads the profile past the cache, as a cluster's profile
 	// reconciler does; the Client when nil.
 	APIReader client.Reader
@@ -120,7 +120,6 @@ func (r *Reconciler) workers() int {
 	}
 	return DefaultWorkWriters
 }
-
 
 // workHandler enqueues the profile of a ManifestWork that changed. A change
 // of the report's time alone (HeartbeatOnly, about 40 a second at 1,000
