@@ -174,17 +174,7 @@ func (c *cli) powerReport(ctx context.Context, name string, o *powerOptions, for
 	if err != nil {
 		return err
 	}
-	excluded := map[string]bool{}
-	for _, v := range fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation]) {
-		excluded[v] = true
-	}
-	var vehicles []string
-	for v := range fleet.Vehicles {
-		if !excluded[v] {
-			vehicles = append(vehicles, v)
-		}
-	}
-	sort.Strings(vehicles)
+	vehicles, excluded := fleetmodel.NotExcluded(p, fleet)
 	if len(vehicles) < 2 {
 		return fmt.Errorf("profile %s selects %d vehicle(s) that are not excluded: a canary needs a baseline to be compared with", name, len(vehicles))
 	}

@@ -19,6 +19,7 @@ package fleetmodel
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sort"
 
 	"github.com/nettune/nettune/api/v1alpha1"
 )
@@ -66,4 +67,20 @@ func CanaryCount(p *v1alpha1.NetTuningProfile, f *Fleet, excluded map[string]boo
 		n = max(int(*r.Canary.Count), len(models))
 	}
 	return min(n, total)
+}
+
+// NotExcluded are the fleet's vehicles that the profile's exclude
+// annotation does not name, sorted, and the set it names.
+func NotExcluded(p *v1alpha1.NetTuningProfile, f *Fleet) (vehicles []string, excluded map[string]bool) {
+	excluded = map[string]bool{}
+	for _, v := range SplitList(p.Annotations[v1alpha1.ExcludeAnnotation]) {
+		excluded[v] = true
+	}
+	for v := range f.Vehicles {
+		if !excluded[v] {
+			vehicles = append(vehicles, v)
+		}
+	}
+	sort.Strings(vehicles)
+	return vehicles, excluded
 }

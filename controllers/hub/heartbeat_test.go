@@ -61,16 +61,7 @@ func TestHeartbeatEndsSilence(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
 	vs := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-1", Verified: true}}
 	work := func(written time.Time, interval time.Duration) *workv1.ManifestWork {
-		w := reportWork(v1alpha1.ReportHeader{Written: written, Generation: 3}, 0, vs...)
-		cp := &v1alpha1.NetTuningProfile{}
-		cp.APIVersion, cp.Kind, cp.Name = v1alpha1.GroupVersion.String(), "NetTuningProfile", "lan"
-		cp.Spec.HubAssignment = &v1alpha1.HubAssignment{Stable: "lan-1", ReportInterval: &metav1.Duration{Duration: interval}}
-		m, err := manifest(cp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Spec.Workload.Manifests = []workv1.Manifest{m}
-		return w
+		return heartbeatWork(t, 0, written, interval)
 	}
 	for _, tc := range []struct {
 		name     string
@@ -94,19 +85,8 @@ func TestHeartbeatEndsSilence(t *testing.T) {
 // generation is used for its heartbeats, and read again from a new one.
 func TestHeartbeatIntervalKeptPerGeneration(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
-	vs := []v1alpha1.VehicleReport{{Vehicle: "av-1", Revision: "lan-1", Verified: true}}
 	work := func(gen int64, written time.Time, interval time.Duration) *workv1.ManifestWork {
-		w := reportWork(v1alpha1.ReportHeader{Written: written, Generation: 3}, 0, vs...)
-		w.UID, w.Generation = "w-1", gen
-		cp := &v1alpha1.NetTuningProfile{}
-		cp.APIVersion, cp.Kind, cp.Name = v1alpha1.GroupVersion.String(), "NetTuningProfile", "lan"
-		cp.Spec.HubAssignment = &v1alpha1.HubAssignment{Stable: "lan-1", ReportInterval: &metav1.Duration{Duration: interval}}
-		m, err := manifest(cp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Spec.Workload.Manifests = []workv1.Manifest{m}
-		return w
+		return heartbeatWork(t, gen, written, interval)
 	}
 	var c ReportIntervals
 	// Generation 1 asks a 25 s heartbeat: 45 s apart is not a silence.
@@ -128,4 +108,21 @@ func TestHeartbeatIntervalKeptPerGeneration(t *testing.T) {
 	if _, ok := c.get(work(2, at, 10*time.Second)); ok {
 		t.Fatal("a forgotten work's interval is still kept")
 	}
+}
+
+// heartbeatWork is work w-1 at generation gen placing profile lan's copy
+// with a reportInterval, its report written at written.
+func heartbeatWork(t *testing.T, gen int64, written time.Time, interval time.Duration) *workv1.ManifestWork {
+	t.Helper()
+	w := reportWork(v1alpha1.ReportHeader{Written: written, Generation: 3}, 0, v1alpha1.VehicleReport{Vehicle: "av-1", Revision: "lan-1", Verified: true})
+	w.UID, w.Generation = "w-1", gen
+	cp := &v1alpha1.NetTuningProfile{}
+	cp.APIVersion, cp.Kind, cp.Name = v1alpha1.GroupVersion.String(), "NetTuningProfile", "lan"
+	cp.Spec.HubAssignment = &v1alpha1.HubAssignment{Stable: "lan-1", ReportInterval: &metav1.Duration{Duration: interval}}
+	m, err := manifest(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Workload.Manifests = []workv1.Manifest{m}
+	return w
 }

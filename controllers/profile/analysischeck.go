@@ -73,17 +73,7 @@ func (r *Reconciler) analysisFindings(ctx context.Context, p *v1alpha1.NetTuning
 	if ro == nil {
 		return out
 	}
-	excluded := map[string]bool{}
-	for _, v := range fleetmodel.SplitList(p.Annotations[v1alpha1.ExcludeAnnotation]) {
-		excluded[v] = true
-	}
-	var vehicles []string
-	for v := range f.Vehicles {
-		if !excluded[v] {
-			vehicles = append(vehicles, v)
-		}
-	}
-	sort.Strings(vehicles)
+	vehicles, excluded := fleetmodel.NotExcluded(p, f)
 	canary := fleetmodel.CanaryCount(p, f, excluded)
 	stable := p.Status.StableRevision
 	key := fmt.Sprintf("%d/%s/%d/%d", p.Generation, stable, len(vehicles), canary)
