@@ -57,6 +57,35 @@ type HubAssignment struct {
 	// unreachableAfter.
 	// +optional
 	ReportInterval *metav1.Duration `json:"reportInterval,omitempty"`
+	// liveness is how the hub learns that the cluster's controller runs.
+	// Report (the default): by the report's heartbeat every reportInterval.
+	// AddOnLease: by nettune's Open Cluster Management add-on, whose Lease
+	// the controller renews and OCM's registration agent turns into the
+	// hub's ManagedClusterAddOn Available condition; the controller then
+	// rewrites its report only when a line or the generation it answers
+	// changes, and no heartbeat passes through the hub.
+	// +optional
+	// +kubebuilder:validation:Enum=Report;AddOnLease
+	Liveness Liveness `json:"liveness,omitempty"`
+}
+
+// Liveness is how a hub learns that a cluster's controller runs
+// (spec.hubAssignment.liveness).
+type Liveness string
+
+const (
+	// LivenessReport: the report's heartbeat every reportInterval.
+	LivenessReport Liveness = "Report"
+	// LivenessAddOnLease: the add-on's Lease, read by OCM (the hub's
+	// ManagedClusterAddOn Available); the report changes only with its
+	// content.
+	LivenessAddOnLease Liveness = "AddOnLease"
+)
+
+// Heartbeat reports whether the cluster's controller rewrites its report
+// for the time alone (liveness Report, the default; h may be nil).
+func (h *HubAssignment) Heartbeat() bool {
+	return h == nil || h.Liveness != LivenessAddOnLease
 }
 
 // MinReportInterval is the shortest heartbeat of a vehicle report.

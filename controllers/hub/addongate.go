@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,8 +65,11 @@ func (r *Reconciler) watchAddOns(b *builder.Builder) *builder.Builder {
 // admits and those it skips, with why; the skipped clusters' works are
 // taken out of existing (neither rewritten nor withdrawn: a cluster whose
 // add-on is briefly unavailable, e.g. while it upgrades, keeps the profile
-// it has).
-func (g *AddOnGate) admit(ctx context.Context, c client.Reader, clusters []Cluster, existing map[string]*workv1.ManifestWork) ([]Cluster, map[string]string, error) {
+// it has). The admitted are judged ByAddOn (liveness AddOnLease); among
+// them, a cluster whose add-on stopped being Available after its
+// controller reported (AddOnDown) stays in the rollout, its vehicles
+// Unreachable, and its work is taken out of existing too (not placed).
+func (g *AddOnGate) admit(ctx context.Context, c client.Reader, clusters []Cluster, existing map[string]*workv1.ManifestWork, now time.Time) ([]Cluster, map[string]string, error) {
 	if g == nil {
 		return clusters, nil, nil
 	}
@@ -82,14 +86,53 @@ func (g *AddOnGate) admit(ctx context.Context, c client.Reader, clusters []Clust
 	ok := make([]Cluster, 0, len(clusters))
 	skipped := map[string]string{}
 	for _, cl := range clusters {
-		if why := g.why(byCluster[cl.Name]); why != "" {
+		a := byCluster[cl.Name]
+		if down := g.down(a); down != "" && existing[cl.Name] != nil && cl.Reports != nil {
+			// The profile runs there and the add-on was admitted before:
+			// its controller stopped (OCM's health check of its Lease).
+			// The cluster stays, its vehicles Unreachable from when OCM
+			// said so; its work is neither rewritten nor withdrawn.
+			cl.ByAddOn, cl.AddOnDown = true, down
+			if cl.Since.IsZero() {
+				cl.Since = g.downSince(a, now)
+			}
+			ok = append(ok, cl)
+			delete(existing, cl.Name)
+			continue
+		}
+		if why := g.why(a); why != "" {
 			skipped[cl.Name] = why
 			delete(existing, cl.Name)
 			continue
 		}
+		cl.ByAddOn = true
 		ok = append(ok, cl)
 	}
 	return ok, skipped, nil
+}
+
+// down is the add-on's Available condition when the add-on is installed
+// at a compatible version but not Available ("" otherwise).
+func (g *AddOnGate) down(a *addonv1alpha1.ManagedClusterAddOn) string {
+	if a == nil {
+		return ""
+	}
+	c := meta.FindStatusCondition(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return ""
+	}
+	if v := a.Labels[g.VersionLabel]; v == "" || (g.MinVersion != "" && compareVersions(v, g.MinVersion) < 0) {
+		return ""
+	}
+	return string(c.Status) + " (" + c.Reason + ": " + c.Message + ")"
+}
+
+// downSince is when the add-on stopped being Available (now when unknown).
+func (g *AddOnGate) downSince(a *addonv1alpha1.ManagedClusterAddOn, now time.Time) time.Time {
+	if c := meta.FindStatusCondition(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable); c != nil && !c.LastTransitionTime.IsZero() {
+		return c.LastTransitionTime.Time
+	}
+	return now
 }
 
 // why a cluster's add-on does not admit a profile ("" when it does).

@@ -71,6 +71,12 @@ type Cluster struct {
 	Stale bool
 	// Message says what the hub saw of the cluster's work.
 	Message string
+	// ByAddOn: the hub reads the liveness of the cluster's controller from
+	// nettune's add-on (liveness AddOnLease), not from the report's age.
+	// AddOnDown is then the add-on's Available condition when it is not
+	// True ("" while it is): the controller stopped renewing its Lease.
+	ByAddOn   bool
+	AddOnDown string
 }
 
 // Observe reads a managed cluster and the profile's ManifestWork in it
@@ -143,10 +149,20 @@ func ReportInterval(unreachableAfter, statusSync time.Duration) time.Duration {
 // names it. A cluster whose report has no header (an older controller) is
 // trusted while Available, as before. A fresh report that does not yet
 // answer the copy's newest generation is said in the message.
+//
+// A cluster judged ByAddOn (the add-on gate's liveness AddOnLease) is not
+// judged by its report's age: its report changes only with its content.
+// It is not Reachable while its add-on is not Available (AddOnDown), its
+// vehicles last seen when OCM said so.
 func Judge(clusters []Cluster, now time.Time, unreachableAfter time.Duration) []Cluster {
 	out := make([]Cluster, len(clusters))
 	for i, c := range clusters {
 		out[i] = c
+		if c.ByAddOn && c.AddOnDown != "" && c.Reachable {
+			out[i].Reachable, out[i].Stale = false, true
+			out[i].Message = AddOnDownMessage(c.Name, c.AddOnDown)
+			continue
+		}
 		if !c.Reachable || c.Header.Written.IsZero() {
 			continue
 		}
@@ -154,7 +170,7 @@ func Judge(clusters []Cluster, now time.Time, unreachableAfter time.Duration) []
 		if c.CopyGeneration > c.Header.Generation {
 			behind = fmt.Sprintf("; its report answers generation %d of the profile's copy there, which is at %d", c.Header.Generation, c.CopyGeneration)
 		}
-		if now.Sub(c.Header.Written) >= unreachableAfter {
+		if !c.ByAddOn && now.Sub(c.Header.Written) >= unreachableAfter {
 			out[i].Reachable, out[i].Stale, out[i].Since = false, true, c.Header.Written
 			out[i].Message = StaleMessage(c.Name, c.Header.Written, unreachableAfter) + behind
 			continue
@@ -173,16 +189,31 @@ func StaleMessage(cluster string, written time.Time, unreachableAfter time.Durat
 		cluster, written.UTC().Format(time.RFC3339), unreachableAfter)
 }
 
+// AddOnDownMessage is the status.clusters[].message of a cluster whose
+// add-on is not Available (liveness AddOnLease).
+func AddOnDownMessage(cluster, available string) string {
+	return fmt.Sprintf("nettune's controller in cluster %s is not running as OCM reads its add-on's Lease (Available %s): its vehicles count as Unreachable",
+		cluster, available)
+}
+
 // FreshnessEvents are the events of the clusters whose controller went
 // silent or came back since the previous status (prev, status.clusters).
 func FreshnessEvents(prev []v1alpha1.ClusterStatus, clusters []Cluster, now time.Time, unreachableAfter time.Duration) []planner.Event {
 	was := map[string]bool{}
 	for _, c := range prev {
-		was[c.Name] = strings.HasPrefix(c.Message, "nettune's controller in cluster "+c.Name+" has not reported since")
+		was[c.Name] = strings.HasPrefix(c.Message, "nettune's controller in cluster "+c.Name+" has not reported since") ||
+			strings.HasPrefix(c.Message, "nettune's controller in cluster "+c.Name+" is not running as OCM reads")
 	}
 	var out []planner.Event
 	for _, c := range clusters {
 		switch stale, before := c.Stale, was[c.Name]; {
+		case stale && !before && c.AddOnDown != "":
+			out = append(out, planner.Event{Warning: true, Reason: "ClusterControllerSilent", Message: fmt.Sprintf(
+				"nettune's add-on in cluster %s is not Available (%s): its controller stopped renewing the add-on's Lease; its %d vehicle(s) count as Unreachable after unreachableAfter %s",
+				c.Name, c.AddOnDown, len(c.Reports), unreachableAfter)})
+		case !stale && before && c.Reachable && c.ByAddOn:
+			out = append(out, planner.Event{Reason: "ClusterControllerReturned", Message: fmt.Sprintf(
+				"nettune's add-on in cluster %s is Available again", c.Name)})
 		case stale && !before:
 			out = append(out, planner.Event{Warning: true, Reason: "ClusterControllerSilent", Message: fmt.Sprintf(
 				"nettune's controller in cluster %s last reported %s ago (at %s), longer than unreachableAfter %s: its %d vehicle(s) count as Unreachable",
@@ -210,7 +241,7 @@ func Vehicles(clusters []Cluster, now time.Time) (vs []planner.Vehicle, cluster 
 		seen := now
 		if !c.Reachable {
 			seen = c.Since
-		} else if w := c.Header.Written; !w.IsZero() && w.Before(now) {
+		} else if w := c.Header.Written; !c.ByAddOn && !w.IsZero() && w.Before(now) {
 			seen = w
 		}
 		for _, r := range c.Reports {

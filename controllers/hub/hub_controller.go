@@ -320,6 +320,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile, sel
 	revs := revision.NewStore(r.Client, r.Namespace)
 	var (
 		clusters  []Cluster
+		placed    []Cluster
 		clusterOf map[string]string
 		dup       []string
 		existing  map[string]*workv1.ManifestWork
@@ -335,8 +336,14 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile, sel
 			}
 			var all []Cluster
 			all, clusters = clusters, nil
-			if clusters, skipped, err = r.AddOn.admit(ctx, r.Client, all, existing); err != nil {
+			if clusters, skipped, err = r.AddOn.admit(ctx, r.Client, all, existing, r.Now()); err != nil {
 				return nil, err
+			}
+			placed = make([]Cluster, 0, len(clusters))
+			for _, c := range clusters {
+				if c.AddOnDown == "" {
+					placed = append(placed, c)
+				}
 			}
 			in.Placement = sel.placement
 			in.Now, in.Rollout = r.Now(), p.Spec.Rollout
@@ -355,7 +362,7 @@ func (r *Reconciler) plan(ctx context.Context, p *v1alpha1.NetTuningProfile, sel
 			return Kernels(in.Vehicles), nil
 		},
 		Apply: func(ctx context.Context, out planner.Output) error {
-			return r.placeAll(ctx, p, revs, out, clusters, clusterOf, existing, sel.silent)
+			return r.placeAll(ctx, p, revs, out, placed, clusterOf, existing, sel.silent)
 		},
 	}
 	res, err := rd.Run(ctx, p)
@@ -420,6 +427,10 @@ func (r *Reconciler) placeAll(ctx context.Context, p *v1alpha1.NetTuningProfile,
 	for i, c := range clusters {
 		share := shares(c.Name)
 		share.ReportInterval = &metav1.Duration{Duration: ReportInterval(p.Spec.Rollout.GetUnreachableAfter(), r.statusSync())}
+		if c.ByAddOn {
+			// The add-on's Lease says the controller runs: no heartbeat.
+			share.Liveness = v1alpha1.LivenessAddOnLease
+		}
 		w := existing[c.Name]
 		delete(existing, c.Name)
 		wg.Add(1)

@@ -162,8 +162,14 @@ func (p *plan) report() {
 	st.VehicleReport = ""
 	if p.in.Hub != nil {
 		var wake time.Duration
-		st.VehicleReport, wake = hubReport(prev, HubReports(p.in.Vehicles, p.in.Now, p.in.Rollout), p.in.Generation, p.in.Now, p.in.Hub.GetReportInterval())
-		p.requeue(wake)
+		interval := p.in.Hub.GetReportInterval()
+		if !p.in.Hub.Heartbeat() {
+			interval = 0
+		}
+		st.VehicleReport, wake = hubReport(prev, HubReports(p.in.Vehicles, p.in.Now, p.in.Rollout), p.in.Generation, p.in.Now, interval)
+		if wake > 0 {
+			p.requeue(wake)
+		}
 	}
 }
 
@@ -173,8 +179,15 @@ func (p *plan) report() {
 // the same and it is younger than interval (no status write, nothing for
 // OCM to carry); then it is rewritten for the time alone, a heartbeat that
 // tells the hub the controller is alive. wake is when it is due.
+// interval 0 (liveness AddOnLease: the hub reads the add-on's health
+// instead) keeps it for as long as its lines and generation stay, with no
+// wake (0).
 func hubReport(prev string, lines []v1alpha1.VehicleReport, generation int64, now time.Time, interval time.Duration) (report string, wake time.Duration) {
-	if h, _, err := v1alpha1.ParseVehicleReports(prev); err == nil && !h.Written.IsZero() && !now.Before(h.Written) {
+	if h, _, err := v1alpha1.ParseVehicleReports(prev); err == nil && !h.Written.IsZero() && interval == 0 {
+		if v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
+			return prev, 0
+		}
+	} else if err == nil && !h.Written.IsZero() && !now.Before(h.Written) {
 		due := h.Written.Add(interval)
 		if now.Before(due) && v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
 			return prev, due.Sub(now)

@@ -251,6 +251,41 @@ func TestHubReportHeartbeat(t *testing.T) {
 	}
 }
 
+// TestHubReportWithoutHeartbeat: with liveness AddOnLease the report is
+// rewritten only when a line or the generation changes, never for the time.
+func TestHubReportWithoutHeartbeat(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	hub := &v1alpha1.HubAssignment{Stable: "p-r1", UnreachableAfter: &metav1.Duration{Duration: 2 * time.Minute},
+		ReportInterval: &metav1.Duration{Duration: 20 * time.Second}, Liveness: v1alpha1.LivenessAddOnLease}
+	plan := func(now time.Time, gen int64, prev string, failed bool) planner.Output {
+		vs := []planner.Vehicle{{Name: "av-1", Assigned: "p-r1", Verified: !failed, Failed: failed, LastSeen: now}}
+		return planner.Plan(planner.Input{Now: now, Profile: "p", Revision: "p-r1", Generation: gen, LivenessTimer: true,
+			Status: v1alpha1.NetTuningProfileStatus{VehicleReport: prev}, Vehicles: vs, Hub: hub, Rollout: hub.Rollout()})
+	}
+	first := plan(t0, 4, "", false).Status.VehicleReport
+	if h, _, err := v1alpha1.ParseVehicleReports(first); err != nil || !h.Written.Equal(t0) || h.Generation != 4 {
+		t.Fatalf("first report %q: header %+v (%v), want written %s, generation 4", first, h, err, t0)
+	}
+	for _, later := range []time.Duration{20 * time.Second, 10 * time.Minute, 24 * time.Hour} {
+		out := plan(t0.Add(later), 4, first, false)
+		if out.Status.VehicleReport != first {
+			t.Errorf("%s later, unchanged, without heartbeat: report rewritten\n%s\nthen\n%s", later, first, out.Status.VehicleReport)
+		}
+		if out.RequeueAfter == 20*time.Second {
+			t.Errorf("%s later: requeued after the report interval %s, want no heartbeat wake", later, out.RequeueAfter)
+		}
+	}
+	if h, _, _ := v1alpha1.ParseVehicleReports(plan(t0.Add(time.Hour), 5, first, false).Status.VehicleReport); !h.Written.Equal(t0.Add(time.Hour)) || h.Generation != 5 {
+		t.Errorf("a new generation: header %+v, want written an hour later, generation 5", h)
+	}
+	if h, rs, _ := v1alpha1.ParseVehicleReports(plan(t0.Add(2*time.Hour), 4, first, true).Status.VehicleReport); !h.Written.Equal(t0.Add(2*time.Hour)) || len(rs) != 1 || !rs[0].Failed {
+		t.Errorf("a changed line: header %+v, lines %+v; want written two hours later, av-1 failed", h, rs)
+	}
+	if !(&v1alpha1.HubAssignment{}).Heartbeat() || !(*v1alpha1.HubAssignment)(nil).Heartbeat() || hub.Heartbeat() {
+		t.Errorf("Heartbeat: want true by default and for nil, false for AddOnLease")
+	}
+}
+
 // TestCanarySpreadsAcrossClusters: at a hub, a canary of n vehicles of one
 // hardware model spans n clusters.
 func TestCanarySpreadsAcrossClusters(t *testing.T) {
