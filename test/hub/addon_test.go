@@ -92,7 +92,8 @@ func TestAddOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	h, err := hubtest.StartHubWithOptions(dir, hubtest.Options{Logf: t.Logf, AddOnManager: true, AddOnLeaseSyncInterval: 2 * time.Second})
+	h, err := hubtest.StartHubWithOptions(dir, hubtest.Options{Logf: t.Logf, AddOnManager: true, AddOnLeaseSyncInterval: 2 * time.Second,
+		AddOnLeaseDurationSeconds: 3})
 	if err != nil {
 		t.Fatalf("starting the hub: %v", err)
 	}
@@ -135,11 +136,21 @@ func TestAddOn(t *testing.T) {
 			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nettune.io/addon": "true"}}}}}}}))
 
 	// What the spokes' controller pods would run of the add-on: its Lease.
-	leaseCtx, stopLeases := context.WithCancel(ctx)
-	t.Cleanup(stopLeases)
-	for _, s := range spokes[:2] {
+	stopLease := map[string]func(){}
+	startLease := func(s *hubtest.Spoke, name string) {
+		leaseCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
 		l := &addon.Lease{Client: s.Client, Name: addon.DefaultName, Namespace: addonNS, Interval: 2 * time.Second}
-		go func() { _ = l.Start(leaseCtx) }()
+		go func() { defer close(done); _ = l.Start(leaseCtx) }()
+		stopLease[name] = func() { stop(); <-done }
+	}
+	t.Cleanup(func() {
+		for _, stop := range stopLease {
+			stop()
+		}
+	})
+	for i, s := range spokes[:2] {
+		startLease(s, names[i])
 	}
 
 	ch, err := addon.LoadChart(charts.FS, charts.Dir)
@@ -309,6 +320,38 @@ func TestAddOn(t *testing.T) {
 		return p.work("depot-a") && p.work("depot-b") && !strings.Contains(p.clusterMsg("depot-a")+p.clusterMsg("depot-b"), "no work placed")
 	})
 
+	// depot-a's controller reports its vehicles (the test writes what it
+	// would, the report of the profile's copy there; OCM's work agent
+	// carries it to the hub) and asks no heartbeat: its share's liveness
+	// is AddOnLease.
+	copyA := &v1alpha1.NetTuningProfile{}
+	must(t, spokes[0].Client.Get(ctx, client.ObjectKey{Name: "addon-lan"}, copyA))
+	if copyA.Spec.HubAssignment == nil || copyA.Spec.HubAssignment.Liveness != v1alpha1.LivenessAddOnLease {
+		t.Errorf("depot-a's copy of the profile: hubAssignment %+v, want liveness %s", copyA.Spec.HubAssignment, v1alpha1.LivenessAddOnLease)
+	}
+	copyA.Status.VehicleReport = v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: time.Now().Truncate(time.Second), Generation: copyA.Generation},
+		[]v1alpha1.VehicleReport{{Vehicle: "depot-a-av-1", Hardware: []string{"xavier"}}, {Vehicle: "depot-a-av-2", Hardware: []string{"xavier"}}})
+	must(t, spokes[0].Client.Status().Update(ctx, copyA))
+	waitAddOnProfile(t, c, "depot-a's 2 vehicles at the hub", func(p *hubProfile) bool {
+		return p.cluster("depot-a").Vehicles == 2 && p.cluster("depot-a").Reachable
+	})
+	// Its controller stops (the Lease is no longer renewed): OCM's
+	// registration agent turns the add-on Available=False, and the hub
+	// keeps depot-a in the rollout, not reachable, its work in place.
+	silentAt := time.Now()
+	stopLease["depot-a"]()
+	got = waitAddOnProfile(t, c, "depot-a not reachable once OCM reads its add-on's Lease as stopped", func(p *hubProfile) bool {
+		return !p.cluster("depot-a").Reachable && strings.Contains(p.clusterMsg("depot-a"), "not running as OCM reads its add-on's Lease")
+	})
+	t.Logf("TIMING depot-a's vehicles not reachable %s after its add-on's Lease stopped: %s", time.Since(silentAt).Round(time.Millisecond), got.clusterMsg("depot-a"))
+	if !got.work("depot-a") {
+		t.Errorf("depot-a's work withdrawn while its add-on is not Available; want it kept")
+	}
+	startLease(spokes[0], "depot-a")
+	waitAddOnProfile(t, c, "depot-a reachable again once its add-on's Lease is renewed", func(p *hubProfile) bool {
+		return p.cluster("depot-a").Reachable && p.work("depot-a")
+	})
+
 	// Out of the Placement: OCM's add-on manager deletes depot-b's add-on,
 	// nettune's its work, and the work agent what it applied there but the
 	// Namespace and the CRDs.
@@ -378,6 +421,15 @@ type hubProfile struct {
 }
 
 func (h *hubProfile) work(cluster string) bool { return h.works[cluster] }
+
+func (h *hubProfile) cluster(name string) v1alpha1.ClusterStatus {
+	for _, cs := range h.p.Status.Clusters {
+		if cs.Name == name {
+			return cs
+		}
+	}
+	return v1alpha1.ClusterStatus{}
+}
 
 func (h *hubProfile) clusterMsg(cluster string) string {
 	for _, cs := range h.p.Status.Clusters {

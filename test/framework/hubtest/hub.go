@@ -104,6 +104,10 @@ type Options struct {
 	// spoke and sets the ManagedClusterAddOn's Available condition (OCM's
 	// default, 30s, when 0).
 	AddOnLeaseSyncInterval time.Duration
+	// AddOnLeaseDurationSeconds is the agent's
+	// --addon-lease-duration-seconds: an add-on's Lease counts as renewed
+	// for 5 times this after its renewTime (OCM's default, 60, when 0).
+	AddOnLeaseDurationSeconds int
 	// StartTimeout bounds each wait while starting: the hub's API server, a
 	// spoke's API server, a spoke's join. Default 3 minutes.
 	StartTimeout time.Duration

@@ -204,6 +204,9 @@ func (h *Hub) StartSpoke(name string) (s *Spoke, err error) {
 	if h.opts.AddOnLeaseSyncInterval > 0 {
 		s.agentArgs = append(s.agentArgs, "--addon-lease-sync-interval="+h.opts.AddOnLeaseSyncInterval.String())
 	}
+	if h.opts.AddOnLeaseDurationSeconds > 0 {
+		s.agentArgs = append(s.agentArgs, fmt.Sprintf("--addon-lease-duration-seconds=%d", h.opts.AddOnLeaseDurationSeconds))
+	}
 	if err := s.StartAgent(); err != nil {
 		return nil, err
 	}
