@@ -216,6 +216,49 @@ func CopyRevision(share *v1alpha1.HubAssignment, current string) string {
 	return current
 }
 
+// EquivalentWork reports whether the cluster's work w, written for an
+// earlier share, gives every vehicle of the cluster the hub knows
+// (vehicles, at least one) the revision share gives it, and is otherwise
+// the work share would make (content, revisions carried, unreachableAfter,
+// apply, liveness): the same share said another way, e.g. the rollout's
+// revision named for every vehicle against the same revision made stable
+// at the end of a rollout. Keeping it changes nothing a known vehicle
+// renders; a vehicle the cluster has not reported yet gets w's stable
+// revision until its first report, which makes the work differ.
+func EquivalentWork(p *v1alpha1.NetTuningProfile, cluster, namespace string, share *v1alpha1.HubAssignment, contents Contents,
+	w *workv1.ManifestWork, vehicles []string) bool {
+	if len(vehicles) == 0 || w == nil {
+		return false
+	}
+	old, err := ShareOf(w, p.Name)
+	if err != nil {
+		return false
+	}
+	for _, v := range vehicles {
+		if RevisionOf(old, v) != RevisionOf(share, v) {
+			return false
+		}
+	}
+	kept := *share
+	kept.Stable, kept.Assignments = old.Stable, old.Assignments
+	alt, err := Work(p, cluster, namespace, &kept, contents)
+	if err != nil {
+		return false
+	}
+	return SameSpec(alt, w)
+}
+
+// RevisionOf is the revision a share gives vehicle v: the one naming it,
+// else the stable one.
+func RevisionOf(share *v1alpha1.HubAssignment, v string) string {
+	for _, a := range share.Assignments {
+		if slices.Contains(a.Vehicles, v) {
+			return a.Revision
+		}
+	}
+	return share.Stable
+}
+
 // ShareOf reads the cluster's share of the hub's decision back from the
 // profile's copy that work w carries (its spec.hubAssignment): where the
 // hub keeps which vehicle of the cluster has which revision (the hub

@@ -87,6 +87,53 @@ func TestShares(t *testing.T) {
 	}
 }
 
+// TestEquivalentWork: a work that names the rollout's revision for every
+// vehicle of the cluster is kept when that revision becomes the stable one
+// (same vehicles, same revisions), but not when a known vehicle would
+// render another revision, when the hub knows no vehicle of the cluster,
+// or when anything else of the work differs (here the liveness asked).
+func TestEquivalentWork(t *testing.T) {
+	p := profile()
+	own := revision.Name(p)
+	old := revision.Content(p)
+	old.Defaults.Ssthresh = ptr(int32(10))
+	contents := func(name string) (*v1alpha1.NetTuningProfileSpec, error) {
+		switch name {
+		case "lan-stable":
+			return old, nil
+		case own:
+			return revision.Content(p), nil
+		}
+		return nil, nil
+	}
+	moved := &v1alpha1.HubAssignment{Stable: "lan-stable", Assignments: []v1alpha1.RevisionAssignment{{Revision: own, Vehicles: []string{"a1", "a2"}}}}
+	w, err := Work(p, "cluster-a", "nettune-system", moved, contents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := &v1alpha1.HubAssignment{Stable: own}
+	if !EquivalentWork(p, "cluster-a", "nettune-system", done, contents, w, []string{"a1", "a2"}) {
+		t.Errorf("every known vehicle on %s, then %s stable: want the work kept", own, own)
+	}
+	if EquivalentWork(p, "cluster-a", "nettune-system", done, contents, w, []string{"a1", "a2", "a3"}) {
+		t.Errorf("a3 renders lan-stable by the work, %s by the share: want the work rewritten", own)
+	}
+	if EquivalentWork(p, "cluster-a", "nettune-system", done, contents, w, nil) {
+		t.Errorf("no known vehicle: want the work rewritten")
+	}
+	if EquivalentWork(p, "cluster-a", "nettune-system", &v1alpha1.HubAssignment{Stable: "lan-stable"}, contents, w, []string{"a1", "a2"}) {
+		t.Errorf("a rollback to lan-stable: want the work rewritten")
+	}
+	byAddOn := *done
+	byAddOn.Liveness = v1alpha1.LivenessAddOnLease
+	if EquivalentWork(p, "cluster-a", "nettune-system", &byAddOn, contents, w, []string{"a1", "a2"}) {
+		t.Errorf("another liveness: want the work rewritten")
+	}
+	if RevisionOf(moved, "a2") != own || RevisionOf(moved, "a9") != "lan-stable" {
+		t.Errorf("RevisionOf: a2 %q, a9 %q", RevisionOf(moved, "a2"), RevisionOf(moved, "a9"))
+	}
+}
+
 // TestWork: the work carries the revisions the share names other than the
 // profile's own content, then the profile's copy with the share, the
 // profile's unreachableAfter and nothing else of its rollout nor its
