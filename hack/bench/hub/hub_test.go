@@ -190,6 +190,18 @@ func TestTinyHubAddOn(t *testing.T) {
 	}
 }
 
+// TestReportDirChecked: an -out whose directory does not exist is refused
+// before anything runs, naming the flag.
+func TestReportDirChecked(t *testing.T) {
+	c, err := parseFlags([]string{"-out", "no-such-directory/bench-hub.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepare(c); err == nil || !strings.Contains(err.Error(), "-out no-such-directory/bench-hub.md") {
+		t.Errorf("prepare: %v, want -out refused", err)
+	}
+}
+
 // TestParseSizes: N takes -vehicles, NxV its own; a bad size is refused
 // with the flag named.
 func TestParseSizes(t *testing.T) {

@@ -139,6 +139,13 @@ func prepare(c config) (environment, error) {
 			return env, err
 		}
 	}
+	if c.out != "" {
+		// Before any measurement: a report that cannot be written would
+		// lose the run.
+		if dir := filepath.Dir(reportPath(c, env)); !isDir(dir) {
+			return env, fmt.Errorf("-out %s: directory %s does not exist (a relative -out is relative to the repository root, %s)", c.out, dir, root)
+		}
+	}
 	env.ocmCRDs = repoPath(root, "bin", "crds", "ocm", "hub")
 	for _, p := range []string{env.controller, repoPath(root, "bin", "kube-apiserver"), repoPath(root, "bin", "etcd"), env.ocmCRDs} {
 		if _, err := os.Stat(p); err != nil {
@@ -158,6 +165,11 @@ func prepare(c config) (environment, error) {
 		}
 	}
 	return env, os.MkdirAll(env.stateDir, 0o755)
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // runSize measures one size on a fresh hub; the result holds whatever was
