@@ -189,8 +189,8 @@ bench-scale: tools build ## Fleet scale: the real controller against simulated a
 	cd hack/bench && $(GO) run ./scale $(BENCH_SCALE_ARGS)
 
 .PHONY: bench-hub
-bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's work-agent status protocol, 100 and 1,000 clusters of 10 vehicles (about 6 min; BENCH_HUB_ARGS='-sizes 3500x10,1000x100' for the large fleets): staged, all at once, rollback, CPU, RSS, writes per cluster moved, what the reports weigh, into docs/bench-hub.md.
-	cd hack/bench && $(GO) run ./hub $(BENCH_HUB_ARGS)
+bench-hub: tools build ## A nettune hub with simulated clusters speaking OCM's work-agent status protocol, nettune's add-on in each (a ManagedClusterAddOn, Available) and the hub's add-on gate on (liveness AddOnLease, no heartbeat through the hub; BENCH_HUB_ARGS='-liveness report' for none), 100 and 1,000 clusters of 10 vehicles (about 6 min; BENCH_HUB_ARGS='-sizes 3500x10,1000x100' for the large fleets): staged, all at once, rollback, CPU, RSS, writes per cluster moved, what the reports weigh, into docs/bench-hub.md.
+	cd hack/bench && $(GO) run ./hub -liveness addon $(BENCH_HUB_ARGS)
 
 .PHONY: bench-writes
 bench-writes: tools ## What one write of each object costs kube-apiserver and etcd (Lease, a minimal CR, NodeNetTunings of 1/4/12 routes, what-if CRD variants), into docs/bench-writes.md (about 10 minutes).

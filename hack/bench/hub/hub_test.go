@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/internal/localcp"
 )
 
@@ -130,6 +132,76 @@ func TestTinyHub(t *testing.T) {
 	}
 }
 
+// TestTinyHubAddOn runs the simulator at 5 clusters of 3 vehicles with
+// -liveness addon against the real hub controller: its add-on gate admits
+// every cluster (their ManagedClusterAddOns Available at the chart's
+// version), their shares say liveness AddOnLease, and through an idle
+// stretch longer than the heartbeat a share of liveness Report asks for
+// (a quarter of the default unreachableAfter at most) no status passes
+// through the hub.
+func TestTinyHubAddOn(t *testing.T) {
+	needTools(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bench-hub.md")
+	c, err := parseFlags([]string{"-liveness", "addon", "-sizes", "5", "-vehicles", "3", "-canary", "2", "-scenarios", "first,idle", "-idle", "35s",
+		"-apply-delay", "100ms", "-settle", "1s", "-max-wait", "40s", "-workers", "4", "-out", out, "-state-dir", filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	results, err := run(ctx, c, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || len(results[0].scenarios) != 1 || results[0].idle == nil {
+		t.Fatalf("results %+v", results)
+	}
+	r := results[0]
+	if s := r.scenarios[0]; !s.done || s.phase.moves != int64(r.clusters) {
+		t.Fatalf("first: done %v (%s), %d clusters moved, want %d: the add-on gate did not admit every cluster", s.done, s.note, s.phase.moves, r.clusters)
+	}
+	if got := r.liveness[v1alpha1.LivenessAddOnLease]; got != r.clusters || len(r.liveness) != 1 {
+		t.Errorf("shares by liveness %v, want all %d AddOnLease", r.liveness, r.clusters)
+	}
+	idle := r.idle
+	if idle.requests == nil {
+		t.Fatalf("idle: API server metrics unreadable: %s", idle.reqErr)
+	}
+	if idle.simWrites != 0 || idle.beats != 0 || idle.requests.Writes("manifestworks/status") != 0 {
+		t.Errorf("idle: the agent wrote %d statuses (%d heartbeats), the API server counted %.0f: want none with liveness AddOnLease",
+			idle.simWrites, idle.beats, idle.requests.Writes("manifestworks/status"))
+	}
+	if ver, err := chartVersion(); err != nil || r.addOnVersion != ver || !slices.Contains(r.args, "--addon-gate=true") || slices.Contains(r.args, "--addon-manager") {
+		t.Errorf("add-on version %q (chart %q, %v), controller flags %v", r.addOnVersion, ver, err, r.args)
+	}
+	report, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Liveness by OCM's add-on health", "ManagedClusterAddOn `nettune`", "--addon-gate=true --addon-name nettune --addon-min-version " + r.addOnVersion,
+		"5 of liveness AddOnLease", "| idle (", "(0 heartbeats)"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if strings.Contains(string(report), "Liveness by the report") {
+		t.Error("the report of an add-on run describes liveness by the report")
+	}
+}
+
+// TestReportDirChecked: an -out whose directory does not exist is refused
+// before anything runs, naming the flag.
+func TestReportDirChecked(t *testing.T) {
+	c, err := parseFlags([]string{"-out", "no-such-directory/bench-hub.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepare(c); err == nil || !strings.Contains(err.Error(), "-out no-such-directory/bench-hub.md") {
+		t.Errorf("prepare: %v, want -out refused", err)
+	}
+}
+
 // TestParseSizes: N takes -vehicles, NxV its own; a bad size is refused
 // with the flag named.
 func TestParseSizes(t *testing.T) {
@@ -140,10 +212,13 @@ func TestParseSizes(t *testing.T) {
 	if got := fmt.Sprint(c.sizes); got != "[100x7 3500x10 1000x100]" {
 		t.Errorf("sizes %s", got)
 	}
-	for _, bad := range [][]string{{"-sizes", "10x0"}, {"-sizes", "10x1000"}, {"-sizes", "x10"}, {"-sizes", "1x5", "-canary", "10"}, {"-vehicles", "0"}} {
+	for _, bad := range [][]string{{"-sizes", "10x0"}, {"-sizes", "10x1000"}, {"-sizes", "x10"}, {"-sizes", "1x5", "-canary", "10"}, {"-vehicles", "0"}, {"-liveness", "lease"}} {
 		if _, err := parseFlags(bad); err == nil || !strings.Contains(err.Error(), "-") {
 			t.Errorf("%v: %v", bad, err)
 		}
+	}
+	if c.liveness != livenessReport || c.addOnMode() {
+		t.Errorf("liveness %q by default, want %q", c.liveness, livenessReport)
 	}
 	if vehicleName(1, 7, 10) != "c0001-av-07" || vehicleName(12, 7, 100) != "c0012-av-007" {
 		t.Errorf("vehicle names %s %s", vehicleName(1, 7, 10), vehicleName(12, 7, 100))

@@ -25,7 +25,11 @@ limitations under the License.
 // agents verified the share (work conditions Applied and Available, one
 // resourceStatus entry per manifest, the profile's vehicleReport as status
 // feedback): every vehicle on the revision spec.hubAssignment gives it,
-// verified.
+// verified. With -liveness report (the default) the agent also carries
+// each cluster controller's heartbeat, a rewrite of the report every
+// reportInterval; with -liveness addon every cluster has nettune's
+// ManagedClusterAddOn, Available, the hub runs its add-on gate, and the
+// agent writes a status only when a report changes (liveness AddOnLease).
 //
 // Per size it times a first profile to the whole fleet, a staged rollout
 // (canary, 10 %, 50 %, 100 %), an edit to every vehicle at once, and an
@@ -90,7 +94,25 @@ type config struct {
 	// etcdMaxRequest is etcd's --max-request-bytes (0: etcd's default,
 	// 1.5 MiB).
 	etcdMaxRequest int
+	// liveness is how the hub learns that a cluster's controller runs:
+	// livenessReport or livenessAddOn.
+	liveness string
 }
+
+// The -liveness modes.
+const (
+	// livenessReport: no add-on; each cluster's controller rewrites its
+	// report every reportInterval (a heartbeat through the hub).
+	livenessReport = "report"
+	// livenessAddOn: nettune's add-on in every cluster (a
+	// ManagedClusterAddOn, Available), the hub's add-on gate on; the
+	// clusters' shares say liveness AddOnLease and their reports change
+	// only with their content.
+	livenessAddOn = "addon"
+)
+
+// addOnMode reports whether the run simulates the add-on (-liveness addon).
+func (c config) addOnMode() bool { return c.liveness == livenessAddOn }
 
 func main() {
 	c, err := parseFlags(os.Args[1:])
@@ -126,8 +148,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.controller, "controller", "", "the controller binary to measure (default bin/nettune-controller)")
 	fs.IntVar(&c.etcdMaxRequest, "etcd-max-request-bytes", 0, "etcd's --max-request-bytes, the largest object the hub's API server can write (0: etcd's default, 1.5 MiB; a what-if: OpenShift's etcd keeps the default)")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve the controller's /debug/pprof on a free port of 127.0.0.1 (printed at its start) and save a CPU profile of each scenario and a heap profile at its end into the size's state directory")
+	fs.StringVar(&c.liveness, "liveness", livenessReport, "how the hub learns that a cluster's controller runs: report (no add-on: the report's heartbeat every reportInterval through the hub) or addon (a ManagedClusterAddOn nettune, Available, in every cluster, the hub's --addon-gate=true: liveness AddOnLease, reports written only when they change)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.liveness != livenessReport && c.liveness != livenessAddOn {
+		return c, fmt.Errorf("-liveness %q: want %s or %s", c.liveness, livenessReport, livenessAddOn)
 	}
 	if c.out == "none" {
 		c.out = ""

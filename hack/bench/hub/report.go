@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nettune/nettune/api/v1alpha1"
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
@@ -49,11 +50,12 @@ func markdown(c config, results []*result, began time.Time) string {
 	p("this run's; the program rewrites this file after every size.\n\n")
 	p("## What runs\n\n")
 	p("- **The hub**: a real kube-apiserver and etcd (internal/localcp) with nettune's CRDs and OCM's hub CRDs\n")
-	p("  (bin/crds/ocm/hub), and the real `bin/nettune-controller --hub --namespace %s --cluster-namespace %s`\n", namespace, namespace)
+	p("  (bin/crds/ocm/hub), and the real `bin/nettune-controller %s`\n", strings.Join(controllerFlags(c, results), " "))
 	p("  (`%s`).\n", shortPath(results))
 	p("- **The clusters**: N ManagedClusters `cluster-0001`... labeled `%s=hub`, each with its namespace and the\n", benchLabel)
 	p("  condition `ManagedClusterConditionAvailable=True`, V vehicles each (the size's NxV; `c0001-av-01`..., `c0001-av-001`...\n")
 	p("  for more than 99; hardware xavier on the odd clusters, orin on the even ones).\n")
+	livenessText(&b, c, results)
 	p("- **OCM's work agent, simulated** (one informer on the hub's ManifestWorks and %d workers for every cluster):\n", c.workers)
 	p("  %s after each new generation of a cluster's work it reads the profile's copy, gives each vehicle the\n", c.applyDelay)
 	p("  revision `spec.hubAssignment` names for it (the stable one otherwise; none when the stable is empty) and\n")
@@ -61,8 +63,15 @@ func markdown(c config, results []*result, began time.Time) string {
 	p("  resourceVersion): conditions Applied and Available with the generation, one `resourceStatus.manifests` entry\n")
 	p("  per manifest (Applied, Available; StatusFeedbackSynced, the `vehicleReport` and `generation` feedback values\n")
 	p("  for the profile), every vehicle Verified on its revision: the state once the cluster's controller and agents\n")
-	p("  verified, under a header written now. One status write per work generation, and one per `reportInterval` of\n")
-	p("  the share (the cluster controller's heartbeat, docs/hub.md) counted in the OCM column too; the real agent\n")
+	if c.addOnMode() {
+		p("  verified, under a header written now. One status write per work generation and none besides: a share of\n")
+		p("  liveness `AddOnLease` asks for no heartbeat, so, as the cluster's controller does (controllers/planner, hubReport),\n")
+		p("  the report is rewritten only when a vehicle's line or the generation it answers changes; while nothing changes\n")
+		p("  no status passes through the hub. The real agent\n")
+	} else {
+		p("  verified, under a header written now. One status write per work generation, and one per `reportInterval` of\n")
+		p("  the share (the cluster controller's heartbeat, docs/hub.md) counted in the OCM column too; the real agent\n")
+	}
 	p("  writes when it applies the work and again when the feedback changes (its status sync), so about two per\n")
 	p("  cluster moved (docs/hub.md): the OCM column below is the floor of what the real agent writes.\n")
 	p("- **The profile** `%s` selects every cluster (`clusterSelector: {matchLabels: {%s: hub}}`); its content is\n", profileName, benchLabel)
@@ -105,6 +114,57 @@ func markdown(c config, results []*result, began time.Time) string {
 	return b.String()
 }
 
+// controllerFlags are the hub controller's flags as the first size ran it
+// (as this configuration would run it before any size ran).
+func controllerFlags(c config, results []*result) []string {
+	if len(results) > 0 && results[0].args != nil {
+		return results[0].args
+	}
+	return controllerArgs(c, environment{chartVersion: "<chart version>"})
+}
+
+// livenessText says how the run's hub learned that the clusters'
+// controllers run: from the -liveness mode, with the add-ons' version and
+// the shares the simulated agent answered.
+func livenessText(b *strings.Builder, c config, results []*result) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	if !c.addOnMode() {
+		p("- **Liveness by the report** (`-liveness %s`): no ManagedClusterAddOn, no add-on gate; each share leaves\n", c.liveness)
+		p("  `liveness` unset (Report): the hub counts a cluster's vehicles Unreachable when its report is older than\n")
+		p("  `unreachableAfter`, so each cluster's controller rewrites its report every `reportInterval` for the time alone\n")
+		p("  (a heartbeat), carried through the hub by OCM's work agent as a ManifestWork status write.\n")
+	} else {
+		version := "-"
+		if len(results) > 0 {
+			version = results[0].addOnVersion
+		}
+		p("- **Liveness by OCM's add-on health** (`-liveness %s`): each cluster's namespace also holds nettune's\n", c.liveness)
+		p("  ManagedClusterAddOn `%s`, labeled `%s: %s` (nettune's chart version, as the add-on manager labels it),\n", addOnName, addOnVersionLabel, version)
+		p("  with the condition `Available=True` (reason ManagedClusterAddOnLeaseUpdated) that OCM's registration agent sets\n")
+		p("  while the add-on's Lease is renewed in the cluster; created with the clusters, not written again. The hub runs\n")
+		p("  its add-on gate (`--addon-gate=true --addon-name %s --addon-min-version %s`; not the add-on manager,\n", addOnName, version)
+		p("  `--addon-manager`): it places the profile only in clusters whose add-on is Available at that version or later,\n")
+		p("  gives their shares `liveness: AddOnLease`, and learns that a cluster's controller runs from the add-on's\n")
+		p("  Available condition (OCM's lease health check), not from its report's age: no heartbeat passes through the hub.\n")
+	}
+	var counts []string
+	for _, r := range results {
+		var parts []string
+		for _, l := range []v1alpha1.Liveness{v1alpha1.LivenessReport, v1alpha1.LivenessAddOnLease} {
+			if n := r.liveness[l]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d of liveness %s", n, l))
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{"none"}
+		}
+		counts = append(counts, fmt.Sprintf("%s: %s", r.label(), strings.Join(parts, ", ")))
+	}
+	if len(counts) > 0 {
+		p("  The works the simulated agent answered, by the liveness their share last gave: %s.\n", strings.Join(counts, "; "))
+	}
+}
+
 func shortPath(results []*result) string {
 	if len(results) == 0 {
 		return "bin/nettune-controller"
@@ -135,8 +195,12 @@ func dur(d time.Duration) string {
 func sizeSection(b *strings.Builder, c config, r *result) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## %s (%d vehicles)\n\n", r.label(), r.vehicles)
-	p("Ran %s; %d ManagedClusters and namespaces created in %s; the hub controller's start until its workers ran: %s,\n",
-		benchutil.Round(r.took), r.clusters, benchutil.Round(r.created), benchutil.Round(r.setup.took))
+	created := "ManagedClusters and namespaces"
+	if r.addOnVersion != "" {
+		created = "ManagedClusters, namespaces and ManagedClusterAddOns"
+	}
+	p("Ran %s; %d %s created in %s; the hub controller's start until its workers ran: %s,\n",
+		benchutil.Round(r.took), r.clusters, created, benchutil.Round(r.created), benchutil.Round(r.setup.took))
 	p("%.1f s CPU. Load average %s at the start, %s at the end.\n\n", r.setup.cpu.Seconds(), r.loadStart, r.loadEnd)
 	if r.err != "" {
 		p("**The run stopped early**: %s\n\n", r.err)
@@ -158,8 +222,8 @@ func sizeSection(b *strings.Builder, c config, r *result) {
 	if r.idle != nil {
 		ph := r.idle
 		works, status := ph.nettuneWrites()
-		p("| idle (%s) | - | - | - | %.2f s (%.2f %% of a core) | %d MiB | %s | %.0f + %.0f | %d | %d | - | - | - | %.1f s | %s |\n",
-			benchutil.Round(ph.took), ph.cpu.Seconds(), pct(ph.cpu, ph.took), ph.hwm/mib, reconcileText(*ph), works, status, ph.simWrites, ph.moves, ph.cpCPU.Seconds(), ph.loadEnd)
+		p("| idle (%s) | - | - | - | %.2f s (%.2f %% of a core) | %d MiB | %s | %.0f + %.0f | %d (%d heartbeats) | %d | - | - | - | %.1f s | %s |\n",
+			benchutil.Round(ph.took), ph.cpu.Seconds(), pct(ph.cpu, ph.took), ph.hwm/mib, reconcileText(*ph), works, status, ph.simWrites, ph.beats, ph.moves, ph.cpCPU.Seconds(), ph.loadEnd)
 	}
 	p("\n")
 	p("API server writes by kind (2xx unless a code is given), per scenario:\n\n")

@@ -60,6 +60,13 @@ type result struct {
 	logErrors                      map[string]int
 	err                            string
 	controller                     string
+	// args are the flags the hub controller ran with; addOnVersion the
+	// version of the simulated add-ons ("" without them).
+	args         []string
+	addOnVersion string
+	// liveness counts the works by the liveness of their share, as the
+	// simulated agent last answered them.
+	liveness map[v1alpha1.Liveness]int
 	// loadStart and loadEnd are the load averages when the size started
 	// and ended; busyStart the busiest processes then.
 	loadStart, loadEnd, busyStart string
@@ -73,6 +80,11 @@ func (r *result) label() string {
 // environment is what every size shares.
 type environment struct {
 	root, controller, stateDir, ocmCRDs string
+	// chartVersion is nettune's chart version (-liveness addon: the
+	// add-ons' version and the gate's minimum).
+	chartVersion string
+	// args are the hub controller's flags.
+	args []string
 }
 
 // run measures every size, rewriting the report after each.
@@ -127,12 +139,25 @@ func prepare(c config) (environment, error) {
 			return env, err
 		}
 	}
+	if c.out != "" {
+		// Before any measurement: a report that cannot be written would
+		// lose the run.
+		if dir := filepath.Dir(reportPath(c, env)); !isDir(dir) {
+			return env, fmt.Errorf("-out %s: directory %s does not exist (a relative -out is relative to the repository root, %s)", c.out, dir, root)
+		}
+	}
 	env.ocmCRDs = repoPath(root, "bin", "crds", "ocm", "hub")
 	for _, p := range []string{env.controller, repoPath(root, "bin", "kube-apiserver"), repoPath(root, "bin", "etcd"), env.ocmCRDs} {
 		if _, err := os.Stat(p); err != nil {
 			return env, fmt.Errorf("%s: run 'make tools build' first: %w", p, err)
 		}
 	}
+	if c.addOnMode() {
+		if env.chartVersion, err = chartVersion(); err != nil {
+			return env, err
+		}
+	}
+	env.args = controllerArgs(c, env)
 	env.stateDir = c.stateDir
 	if env.stateDir == "" {
 		if env.stateDir, err = os.MkdirTemp("", "nettune-bench-hub-"); err != nil {
@@ -142,11 +167,16 @@ func prepare(c config) (environment, error) {
 	return env, os.MkdirAll(env.stateDir, 0o755)
 }
 
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 // runSize measures one size on a fresh hub; the result holds whatever was
 // measured, also when it failed (err).
 func runSize(ctx context.Context, c config, env environment, sz size, w io.Writer) *result {
 	r := &result{clusters: sz.clusters, perCluster: sz.vehicles, vehicles: sz.clusters * sz.vehicles, workWriters: c.workWriters, began: time.Now(), controller: env.controller,
-		loadStart: benchutil.Loadavg(), busyStart: benchutil.Busiest(6)}
+		args: env.args, addOnVersion: env.chartVersion, loadStart: benchutil.Loadavg(), busyStart: benchutil.Busiest(6)}
 	if err := measure(ctx, c, env, r, w); err != nil {
 		r.err = err.Error()
 	}
@@ -202,6 +232,12 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	if err := createClusters(ctx, cl, r.clusters, c.workers); err != nil {
 		return err
 	}
+	if c.addOnMode() {
+		say("creating %d ManagedClusterAddOns %s (Available, %s=%s)", r.clusters, addOnName, addOnVersionLabel, env.chartVersion)
+		if err := createAddOns(ctx, cl, r.clusters, c.workers, env.chartVersion); err != nil {
+			return err
+		}
+	}
 	r.created = time.Since(t)
 
 	informers, err := cache.New(cfg, cache.Options{Scheme: sch})
@@ -230,11 +266,11 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	}
 	defer func() {
 		r.simWrites, r.simConflicts, r.simFailures, r.simLastErr = agent.writes.Load(), agent.conflicts.Load(), agent.failures.Load(), agent.lastError()
+		r.liveness = agent.livenessCounts()
 	}()
 
 	ctrl, err := benchutil.StartController(benchutil.ControllerOptions{Name: "hub controller", Bin: env.controller, Kubeconfig: cp.Kubeconfig,
-		LogPath: filepath.Join(dir, "controller.log"), Pprof: c.pprof, Args: []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false",
-			"--work-writers", strconv.Itoa(c.workWriters)}})
+		LogPath: filepath.Join(dir, "controller.log"), Pprof: c.pprof, Args: env.args})
 	if err != nil {
 		return err
 	}
@@ -260,6 +296,18 @@ func measure(ctx context.Context, c config, env environment, r *result, w io.Wri
 	return b.scenarios(ctx, r)
 }
 
+// controllerArgs are the hub controller's flags: with -liveness addon its
+// add-on gate too (the add-on manager does not run: the simulated
+// ManagedClusterAddOns stand for what it and OCM's agents maintain).
+func controllerArgs(c config, env environment) []string {
+	args := []string{"--hub", "--namespace", namespace, "--cluster-namespace", namespace, "--leader-elect=false",
+		"--work-writers", strconv.Itoa(c.workWriters)}
+	if c.addOnMode() {
+		args = append(args, "--addon-gate=true", "--addon-name", addOnName, "--addon-min-version", env.chartVersion)
+	}
+	return args
+}
+
 // meter takes the readings phases are computed from.
 type meter struct {
 	ctrl    *benchutil.Controller
@@ -281,6 +329,7 @@ type reading struct {
 	cmErr    error
 	writes   int64
 	confl    int64
+	beats    int64
 	moves    int64
 	vehMoved int64
 	still    [3]int64 // the agent's stillContent, stillShare, stillOther
@@ -295,7 +344,7 @@ func (m *meter) read(ctx context.Context) reading {
 	r.requests, r.reqErr = benchutil.APIServerRequests(ctx, m.api, m.host)
 	r.cm, r.cmErr = controllerMetrics(ctx, m.ctrl.MetricsURL)
 	r.plane, r.planeErr = readPlane(ctx, m.api, m.host, m.etcdURL)
-	r.writes, r.confl = m.agent.writes.Load(), m.agent.conflicts.Load()
+	r.writes, r.confl, r.beats = m.agent.writes.Load(), m.agent.conflicts.Load(), m.agent.beats.Load()
 	r.moves, r.vehMoved = m.agent.moves.Load(), m.agent.vehiclesMoved.Load()
 	r.still = [3]int64{m.agent.stillContent.Load(), m.agent.stillShare.Load(), m.agent.stillOther.Load()}
 	return r
@@ -322,6 +371,9 @@ type phase struct {
 	// writes and their 409s; moves the writes that moved a cluster's
 	// vehicles, vehiclesMoved those vehicles.
 	simWrites, simConflicts, moves, vehiclesMoved int64
+	// beats are the simulated agent's status writes of a heartbeat alone
+	// (in simWrites too).
+	beats int64
 	// still are the agent's writes that moved no vehicle: a new profile
 	// content only, a share changed in form only, the rest.
 	still   [3]int64
@@ -337,7 +389,7 @@ type phase struct {
 
 func (m *meter) phase(name string, a, b reading) phase {
 	p := phase{name: name, took: b.at.Sub(a.at), cpu: benchutil.TicksDuration(b.proc.Ticks - a.proc.Ticks), hwm: b.proc.HWM, rss: b.proc.RSS,
-		cpCPU: benchutil.TicksDuration(b.cpTicks - a.cpTicks), simWrites: b.writes - a.writes, simConflicts: b.confl - a.confl,
+		cpCPU: benchutil.TicksDuration(b.cpTicks - a.cpTicks), simWrites: b.writes - a.writes, simConflicts: b.confl - a.confl, beats: b.beats - a.beats,
 		moves: b.moves - a.moves, vehiclesMoved: b.vehMoved - a.vehMoved, loadEnd: benchutil.Loadavg()}
 	for i := range p.still {
 		p.still[i] = b.still[i] - a.still[i]

@@ -19,12 +19,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path"
 	"path/filepath"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1alpha1 "open-cluster-management.io/api/addon/v1alpha1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/nettune/nettune/charts"
 	"github.com/nettune/nettune/hack/bench/internal/benchutil"
 )
 
@@ -81,6 +86,58 @@ func createClusters(ctx context.Context, cl client.Client, n, workers int) error
 		}
 		if err := cl.Status().Update(ctx, mc); err != nil {
 			return fmt.Errorf("ManagedCluster %s status: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// addOnName names nettune's add-on (its ManagedClusterAddOns; the hub
+// controller's --addon-name, controllers/addon.DefaultName).
+const addOnName = "nettune"
+
+// addOnVersionLabel is, on a ManagedClusterAddOn, the chart version the
+// add-on runs (controllers/addon.VersionLabel, written by the add-on
+// manager): the hub's add-on gate reads it.
+const addOnVersionLabel = "addon.nettune.io/version"
+
+// chartVersion is the version of nettune's chart (charts/nettune/Chart.yaml,
+// as built into the controller): the version the simulated add-ons report.
+func chartVersion() (string, error) {
+	raw, err := fs.ReadFile(charts.FS, path.Join(charts.Dir, "Chart.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("nettune's chart: %w", err)
+	}
+	var meta struct {
+		Version string `json:"version"`
+	}
+	if err := yaml.Unmarshal(raw, &meta); err != nil {
+		return "", fmt.Errorf("nettune's chart: Chart.yaml: %w", err)
+	}
+	if meta.Version == "" {
+		return "", fmt.Errorf("nettune's chart: Chart.yaml has no version")
+	}
+	return meta.Version, nil
+}
+
+// createAddOns creates, in each of the n clusters' namespaces, nettune's
+// ManagedClusterAddOn (addOnName) at the chart version (label
+// addOnVersionLabel, as the add-on manager writes it) with the condition
+// Available=True that OCM's registration agent sets while the add-on's
+// Lease is renewed; workers at a time.
+func createAddOns(ctx context.Context, cl client.Client, n, workers int, version string) error {
+	return benchutil.Parallel(ctx, n, workers, func(k int) error {
+		ns := clusterName(k + 1)
+		a := &addonv1alpha1.ManagedClusterAddOn{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: addOnName, Labels: map[string]string{addOnVersionLabel: version}},
+			Spec:       addonv1alpha1.ManagedClusterAddOnSpec{InstallNamespace: namespace},
+		}
+		if err := cl.Create(ctx, a); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s: %w", ns, a.Name, err)
+		}
+		a.Status.Conditions = []metav1.Condition{{Type: addonv1alpha1.ManagedClusterAddOnConditionAvailable, Status: metav1.ConditionTrue,
+			Reason: "ManagedClusterAddOnLeaseUpdated", Message: addOnName + " add-on is available.", LastTransitionTime: metav1.Now()}}
+		if err := cl.Status().Update(ctx, a); err != nil {
+			return fmt.Errorf("ManagedClusterAddOn %s/%s status: %w", ns, a.Name, err)
 		}
 		return nil
 	})

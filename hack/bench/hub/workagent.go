@@ -63,9 +63,14 @@ type simCluster struct {
 	content, share string
 	// written is when each work's status was last written, interval its
 	// share's reportInterval: the cluster's controller rewrites its report
-	// for the time alone (a heartbeat) that often, and the agent carries it.
+	// for the time alone (a heartbeat) that often, and the agent carries it;
+	// 0 when the share asks for no heartbeat (liveness AddOnLease: the
+	// report is rewritten only when a line or the generation changes).
 	written  map[string]time.Time
 	interval map[string]time.Duration
+	// liveness is each work's share's spec.hubAssignment.liveness as last
+	// answered ("" when unset: Report).
+	liveness map[string]v1alpha1.Liveness
 }
 
 // workAgent simulates OCM's work agent of every cluster: one informer on
@@ -85,7 +90,8 @@ type workAgent struct {
 	// revision (a cluster moved), vehiclesMoved those vehicles.
 	moves, vehiclesMoved atomic.Int64
 	// beats counts the status writes of a heartbeat alone (the report's
-	// time, nothing else changed); they are in writes too.
+	// time, nothing else changed; none for a share of liveness
+	// AddOnLease); they are in writes too.
 	beats atomic.Int64
 	// stillContent counts the status writes for a work generation that
 	// moved no vehicle but carried a new profile content; stillShare the
@@ -102,7 +108,7 @@ func newWorkAgent(cl client.Client, c cache.Cache, delay time.Duration, workers,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](5*time.Millisecond, time.Second))}
 	for i := 1; i <= clusters; i++ {
 		sc := &simCluster{name: clusterName(i), hardware: hardwareOf(i), seen: map[string]int64{}, done: map[string]int64{},
-			written: map[string]time.Time{}, interval: map[string]time.Duration{}}
+			written: map[string]time.Time{}, interval: map[string]time.Duration{}, liveness: map[string]v1alpha1.Liveness{}}
 		for j := 1; j <= vehicles; j++ {
 			sc.vehicles = append(sc.vehicles, vehicleName(i, j, vehicles))
 		}
@@ -144,7 +150,8 @@ func (a *workAgent) wait() { a.wg.Wait() }
 
 // heartbeats queues, every second, the works whose report is due for a
 // heartbeat (as each cluster's controller rewrites its report every
-// reportInterval and the work agent carries it to the hub).
+// reportInterval and the work agent carries it to the hub); a work whose
+// share asks for none (interval 0) is never due.
 func (a *workAgent) heartbeats(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -158,13 +165,19 @@ func (a *workAgent) heartbeats(ctx context.Context) {
 		for _, c := range a.clusters {
 			c.mu.Lock()
 			for name, at := range c.written {
-				if now.Sub(at) >= c.interval[name] {
+				if due(at, c.interval[name], now) {
 					a.queue.Add(client.ObjectKey{Namespace: c.name, Name: name})
 				}
 			}
 			c.mu.Unlock()
 		}
 	}
+}
+
+// due reports whether a report last written at, with a heartbeat every
+// interval (0: none), is due for one at now.
+func due(at time.Time, interval time.Duration, now time.Time) bool {
+	return interval > 0 && now.Sub(at) >= interval
 }
 
 // observe queues a work's new generation, due after the apply delay.
@@ -223,7 +236,7 @@ func (a *workAgent) sync(ctx context.Context, key client.ObjectKey) error {
 	}
 	c.mu.Lock()
 	done := c.done[w.Name] >= w.Generation
-	beat := done && time.Since(c.written[w.Name]) >= c.interval[w.Name]
+	beat := done && due(c.written[w.Name], c.interval[w.Name], time.Now())
 	c.mu.Unlock()
 	if done && !beat {
 		return nil
@@ -240,7 +253,7 @@ func (a *workAgent) sync(ctx context.Context, key client.ObjectKey) error {
 	a.writes.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written[w.Name], c.interval[w.Name] = time.Now(), copied.interval
+	c.written[w.Name], c.interval[w.Name], c.liveness[w.Name] = time.Now(), copied.interval, copied.liveness
 	if beat {
 		a.beats.Add(1)
 		return nil
@@ -267,6 +280,23 @@ func (a *workAgent) sync(ctx context.Context, key client.ObjectKey) error {
 	return nil
 }
 
+// livenessCounts counts the works answered by the liveness their share
+// last gave (Report when unset).
+func (a *workAgent) livenessCounts() map[v1alpha1.Liveness]int {
+	out := map[v1alpha1.Liveness]int{}
+	for _, c := range a.clusters {
+		c.mu.Lock()
+		for _, l := range c.liveness {
+			if l == "" {
+				l = v1alpha1.LivenessReport
+			}
+			out[l]++
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
+
 // lastError is the latest error other than a conflict ("" when none).
 func (a *workAgent) lastError() string {
 	a.errMu.Lock()
@@ -287,10 +317,12 @@ type manifestHead struct {
 
 // copied is what a work carries of the profile: its spec without the
 // hubAssignment and the hubAssignment, as JSON, and the heartbeat the
-// hubAssignment asks for.
+// hubAssignment asks for (its reportInterval; 0 when its liveness is
+// AddOnLease: no heartbeat).
 type copied struct {
 	content, share string
 	interval       time.Duration
+	liveness       v1alpha1.Liveness
 }
 
 // resources maps the kinds a hub places to their resources.
@@ -345,7 +377,10 @@ func (c *simCluster) status(w *workv1.ManifestWork) (workv1.ManifestWorkStatus, 
 					return st, nil, cp, fmt.Errorf("work %s/%s: spec.hubAssignment: %w", w.Namespace, w.Name, err)
 				}
 			}
-			cp.share, cp.interval = string(h.Spec["hubAssignment"]), share.GetReportInterval()
+			cp.share, cp.liveness = string(h.Spec["hubAssignment"]), share.Liveness
+			if share.Heartbeat() {
+				cp.interval = share.GetReportInterval()
+			}
 			delete(h.Spec, "hubAssignment")
 			content, _ := json.Marshal(h.Spec)
 			cp.content = string(content)
