@@ -67,6 +67,11 @@ type RTOEstimator struct {
 	// Direct and Attributed split the estimate by how it was found: seen in
 	// a socket's state, or shared out from TCPTimeouts.
 	Direct, Attributed float64
+	// Shared is, per peer, the part of Totals shared out from TCPTimeouts
+	// (Attributed by peer): a peer that retransmitted in an interval in
+	// which another peer's socket timed out unseen gets a part of that
+	// timeout, so this part may belong to another peer.
+	Shared map[netip.Addr]float64
 }
 
 type rtoSock struct {
@@ -141,7 +146,14 @@ func (e *RTOEstimator) Observe(socks []TCPSocketInfo, timeouts uint64, hasTimeou
 	for _, c := range cands {
 		est := c.direct
 		if rest > 0 && retrans > 0 {
-			est += rest * c.retrans / retrans
+			share := rest * c.retrans / retrans
+			est += share
+			if share > 0 {
+				if e.Shared == nil {
+					e.Shared = map[netip.Addr]float64{}
+				}
+				e.Shared[c.peer] += share
+			}
 		}
 		if est > 0 {
 			e.Totals[c.peer] += est

@@ -53,6 +53,11 @@ func TestRTOEstimator(t *testing.T) {
 	if e.Totals[b] != 4.5 || e.Totals[c] != 1.5 {
 		t.Fatalf("shared: totals %v, want b 4.5, c 1.5", e.Totals)
 	}
+	// What was shared out, per peer: b 3 (recovered between polls) + 0.5,
+	// c 1.5; the rest of b's total (1) was seen in its socket's state.
+	if e.Shared[b] != 3.5 || e.Shared[c] != 1.5 || e.Shared[b]+e.Shared[c] != e.Attributed {
+		t.Fatalf("shared out: %v (attributed %v), want b 3.5, c 1.5", e.Shared, e.Attributed)
+	}
 	// Socket 2 closed with a timeout no open socket retransmitted for: it
 	// waits one poll, then counts as unattributed.
 	e.Observe([]TCPSocketInfo{rtoSockAt(1, "10.0.0.2", 0, 0, 0, 15)}, 107, true)
