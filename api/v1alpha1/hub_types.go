@@ -88,6 +88,26 @@ func (h *HubAssignment) Heartbeat() bool {
 	return h == nil || h.Liveness != LivenessAddOnLease
 }
 
+// RevisionFor is the revision h gives each vehicle: the one whose
+// assignment names it, else stable ("" for every vehicle when h is nil).
+func (h *HubAssignment) RevisionFor() func(vehicle string) string {
+	if h == nil {
+		return func(string) string { return "" }
+	}
+	named := map[string]string{}
+	for _, a := range h.Assignments {
+		for _, v := range a.Vehicles {
+			named[v] = a.Revision
+		}
+	}
+	return func(vehicle string) string {
+		if r, ok := named[vehicle]; ok {
+			return r
+		}
+		return h.Stable
+	}
+}
+
 // MinReportInterval is the shortest heartbeat of a vehicle report.
 const MinReportInterval = time.Second
 

@@ -79,3 +79,18 @@ func TestVehicleReportsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestRevisionFor: a vehicle an assignment names gets that revision, any
+// other the stable one; a nil share gives none.
+func TestRevisionFor(t *testing.T) {
+	h := &HubAssignment{Stable: "lan-r1", Assignments: []RevisionAssignment{{Revision: "lan-r2", Vehicles: []string{"a1", "a2"}}, {Revision: "lan-r3", Vehicles: []string{"a3"}}}}
+	revisionFor := h.RevisionFor()
+	for v, want := range map[string]string{"a1": "lan-r2", "a2": "lan-r2", "a3": "lan-r3", "a9": "lan-r1"} {
+		if got := revisionFor(v); got != want {
+			t.Errorf("RevisionFor(%s) = %q, want %q", v, got, want)
+		}
+	}
+	if got := (*HubAssignment)(nil).RevisionFor()("a1"); got != "" {
+		t.Errorf("a nil share gives a1 %q, want none", got)
+	}
+}

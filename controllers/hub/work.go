@@ -234,8 +234,9 @@ func EquivalentWork(p *v1alpha1.NetTuningProfile, cluster, namespace string, sha
 	if err != nil {
 		return false
 	}
+	was, is := old.RevisionFor(), share.RevisionFor()
 	for _, v := range vehicles {
-		if RevisionOf(old, v) != RevisionOf(share, v) {
+		if was(v) != is(v) {
 			return false
 		}
 	}
@@ -246,17 +247,6 @@ func EquivalentWork(p *v1alpha1.NetTuningProfile, cluster, namespace string, sha
 		return false
 	}
 	return SameSpec(alt, w)
-}
-
-// RevisionOf is the revision a share gives vehicle v: the one naming it,
-// else the stable one.
-func RevisionOf(share *v1alpha1.HubAssignment, v string) string {
-	for _, a := range share.Assignments {
-		if slices.Contains(a.Vehicles, v) {
-			return a.Revision
-		}
-	}
-	return share.Stable
 }
 
 // ShareOf reads the cluster's share of the hub's decision back from the

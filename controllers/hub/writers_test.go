@@ -277,19 +277,11 @@ func reportAll(ctx context.Context, c client.Client, now time.Time, silent ...st
 		if err != nil {
 			return err
 		}
-		named := map[string]string{}
-		for _, a := range share.Assignments {
-			for _, v := range a.Vehicles {
-				named[v] = a.Revision
-			}
-		}
+		revisionFor := share.RevisionFor()
 		var rs []v1alpha1.VehicleReport
 		for j := 1; j <= 4; j++ {
 			v := fmt.Sprintf("%s-av-%d", w.Namespace, j)
-			rev, ok := named[v]
-			if !ok {
-				rev = share.Stable
-			}
+			rev := revisionFor(v)
 			rs = append(rs, v1alpha1.VehicleReport{Vehicle: v, Revision: rev, Verified: rev != "", Hardware: []string{"xavier"}, Counters: []string{}})
 		}
 		report := v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: now, Generation: w.Generation}, rs)

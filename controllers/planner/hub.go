@@ -36,20 +36,11 @@ import (
 func (p *plan) follow() {
 	st := p.st()
 	h := p.in.Hub
-	stable := h.Stable
-	named := map[string]string{}
-	for _, a := range h.Assignments {
-		for _, v := range a.Vehicles {
-			named[v] = a.Revision
-		}
-	}
+	stable, revisionFor := h.Stable, h.RevisionFor()
 	inUse := map[string]bool{p.in.Revision: true}
 	pending, failed := 0, 0
 	for _, v := range p.in.Vehicles {
-		rev := stable
-		if r, ok := named[v.Name]; ok {
-			rev = r
-		}
+		rev := revisionFor(v.Name)
 		p.out.Assign[v.Name] = rev
 		if rev != "" {
 			inUse[rev] = true
@@ -183,13 +174,12 @@ func (p *plan) report() {
 // instead) keeps it for as long as its lines and generation stay, with no
 // wake (0).
 func hubReport(prev string, lines []v1alpha1.VehicleReport, generation int64, now time.Time, interval time.Duration) (report string, wake time.Duration) {
-	if h, _, err := v1alpha1.ParseVehicleReports(prev); err == nil && !h.Written.IsZero() && interval == 0 {
-		if v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
+	if h, _, err := v1alpha1.ParseVehicleReports(prev); err == nil && !h.Written.IsZero() &&
+		v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
+		if interval == 0 {
 			return prev, 0
 		}
-	} else if err == nil && !h.Written.IsZero() && !now.Before(h.Written) {
-		due := h.Written.Add(interval)
-		if now.Before(due) && v1alpha1.EncodeVehicleReports(v1alpha1.ReportHeader{Written: h.Written, Generation: generation}, lines) == prev {
+		if due := h.Written.Add(interval); !now.Before(h.Written) && now.Before(due) {
 			return prev, due.Sub(now)
 		}
 	}

@@ -370,18 +370,10 @@ func reportVehicles(ctx context.Context, s *hubtest.Spoke, vehicles []string) {
 			if share == nil {
 				continue
 			}
-			named := map[string]string{}
-			for _, a := range share.Assignments {
-				for _, v := range a.Vehicles {
-					named[v] = a.Revision
-				}
-			}
+			revisionFor := share.RevisionFor()
 			var rs []v1alpha1.VehicleReport
 			for _, v := range vehicles {
-				rev, ok := named[v]
-				if !ok {
-					rev = share.Stable
-				}
+				rev := revisionFor(v)
 				rs = append(rs, v1alpha1.VehicleReport{Vehicle: v, Revision: rev, Verified: rev != "", Hardware: []string{"xavier"}, Counters: []string{}})
 			}
 			// No header: the hub reads a report without one as it did before
