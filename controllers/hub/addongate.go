@@ -87,14 +87,17 @@ func (g *AddOnGate) admit(ctx context.Context, c client.Reader, clusters []Clust
 	skipped := map[string]string{}
 	for _, cl := range clusters {
 		a := byCluster[cl.Name]
-		if down := g.down(a); down != "" && existing[cl.Name] != nil && cl.Reports != nil {
+		if c := g.down(a); c != nil && existing[cl.Name] != nil && cl.Reports != nil {
 			// The profile runs there and the add-on was admitted before:
 			// its controller stopped (OCM's health check of its Lease).
 			// The cluster stays, its vehicles Unreachable from when OCM
 			// said so; its work is neither rewritten nor withdrawn.
-			cl.ByAddOn, cl.AddOnDown = true, down
+			cl.ByAddOn, cl.AddOnDown = true, string(c.Status)+" ("+c.Reason+": "+c.Message+")"
 			if cl.Since.IsZero() {
-				cl.Since = g.downSince(a, now)
+				cl.Since = c.LastTransitionTime.Time
+				if cl.Since.IsZero() {
+					cl.Since = now
+				}
 			}
 			ok = append(ok, cl)
 			delete(existing, cl.Name)
@@ -112,27 +115,16 @@ func (g *AddOnGate) admit(ctx context.Context, c client.Reader, clusters []Clust
 }
 
 // down is the add-on's Available condition when the add-on is installed
-// at a compatible version but not Available ("" otherwise).
-func (g *AddOnGate) down(a *addonv1alpha1.ManagedClusterAddOn) string {
-	if a == nil {
-		return ""
+// at a compatible version but not Available (nil otherwise).
+func (g *AddOnGate) down(a *addonv1alpha1.ManagedClusterAddOn) *metav1.Condition {
+	if a == nil || g.versionWhy(a) != "" {
+		return nil
 	}
 	c := meta.FindStatusCondition(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable)
 	if c == nil || c.Status == metav1.ConditionTrue {
-		return ""
+		return nil
 	}
-	if v := a.Labels[g.VersionLabel]; v == "" || (g.MinVersion != "" && compareVersions(v, g.MinVersion) < 0) {
-		return ""
-	}
-	return string(c.Status) + " (" + c.Reason + ": " + c.Message + ")"
-}
-
-// downSince is when the add-on stopped being Available (now when unknown).
-func (g *AddOnGate) downSince(a *addonv1alpha1.ManagedClusterAddOn, now time.Time) time.Time {
-	if c := meta.FindStatusCondition(a.Status.Conditions, addonv1alpha1.ManagedClusterAddOnConditionAvailable); c != nil && !c.LastTransitionTime.IsZero() {
-		return c.LastTransitionTime.Time
-	}
-	return now
+	return c
 }
 
 // why a cluster's add-on does not admit a profile ("" when it does).
@@ -147,6 +139,12 @@ func (g *AddOnGate) why(a *addonv1alpha1.ManagedClusterAddOn) string {
 		}
 		return "add-on " + g.Name + " is not Available: " + status
 	}
+	return g.versionWhy(a)
+}
+
+// versionWhy a cluster's add-on runs no version a profile may be placed on
+// ("" when it does).
+func (g *AddOnGate) versionWhy(a *addonv1alpha1.ManagedClusterAddOn) string {
 	v := a.Labels[g.VersionLabel]
 	if v == "" {
 		return "add-on " + g.Name + " has not reported its version"
