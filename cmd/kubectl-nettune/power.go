@@ -65,7 +65,9 @@ canary's vehicles against the rest), say for each judge analysis
     (default 80 %), against the share it tolerates (maxRatio x the baseline's
     + maxIncrease), each pair judged at confidence 1-(1-c)/pairs;
   - with --detect, how long the canary step must last for the judge to fail
-    that regression (3x the baseline's share, or a share: 2%) with --power.
+    that regression (3x the baseline's share, or a share: 2%) with --power;
+  - when a canary without a regression (its slow share the baseline's) passes,
+    each pair on its own and every pair in one measurement, with --power.
 
 Analyses query their address, or --loki / --prometheus (the controller's
 defaults), with their secretRef read from the controller's namespace
@@ -112,18 +114,23 @@ type powerAnalysis struct {
 	Name     string `json:"name"`
 	Provider string `json:"provider"`
 	// Skipped says why nothing was computed (not a judge, a query error).
-	Skipped         string      `json:"skipped,omitempty"`
-	Pairs           int         `json:"pairs,omitempty"`
-	PairConfidence  float64     `json:"pairConfidence,omitempty"`
-	MinSamples      int64       `json:"minSamples,omitempty"`
-	Window          string      `json:"window,omitempty"`
-	Interval        string      `json:"interval,omitempty"`
-	RankIntervals   int         `json:"rankIntervals,omitempty"`
-	Step            string      `json:"step,omitempty"`
-	LastMeasurement string      `json:"lastMeasurement,omitempty"`
-	WidestWindow    string      `json:"widestWindow,omitempty"`
-	DetectStep      string      `json:"detectStep,omitempty"`
-	DetectWithin    bool        `json:"detectWithinLimits,omitempty"`
+	Skipped         string  `json:"skipped,omitempty"`
+	Pairs           int     `json:"pairs,omitempty"`
+	PairConfidence  float64 `json:"pairConfidence,omitempty"`
+	MinSamples      int64   `json:"minSamples,omitempty"`
+	Window          string  `json:"window,omitempty"`
+	Interval        string  `json:"interval,omitempty"`
+	RankIntervals   int     `json:"rankIntervals,omitempty"`
+	Step            string  `json:"step,omitempty"`
+	LastMeasurement string  `json:"lastMeasurement,omitempty"`
+	WidestWindow    string  `json:"widestWindow,omitempty"`
+	DetectStep      string  `json:"detectStep,omitempty"`
+	DetectWithin    bool    `json:"detectWithinLimits,omitempty"`
+	// PassStep is when a canary without a regression passes every pair in
+	// one measurement with the power asked ("never" before the analysis
+	// gives up), PassProbability the probability there.
+	PassStep        string      `json:"passStep,omitempty"`
+	PassProbability *float64    `json:"passProbability,omitempty"`
 	Problems        []string    `json:"problems,omitempty"`
 	HostPairs       []powerPair `json:"hostPairs,omitempty"`
 }
@@ -137,6 +144,8 @@ type powerPair struct {
 	CanarySamples     int64    `json:"canarySamples"`
 	BaselineSamples   int64    `json:"baselineSamples"`
 	Detectable        *float64 `json:"detectableShare,omitempty"`
+	PassAt            string   `json:"passAt,omitempty"`
+	PassProbability   *float64 `json:"passProbability,omitempty"`
 	DetectShare       *float64 `json:"detectShare,omitempty"`
 	DetectAt          string   `json:"detectAt,omitempty"`
 	DetectWithin      bool     `json:"detectWithinLimits,omitempty"`
@@ -282,13 +291,14 @@ func powerAnalysisOf(a powerAnalysis, s analysis.Schedule, res analysis.PowerRes
 	a.RankIntervals = s.RankIntervals
 	a.LastMeasurement, a.WidestWindow = res.LastMeasurement.String(), res.Window.String()
 	a.Problems = res.Problems
+	a.PassStep, a.PassProbability = fmtAt(res.PassAt), finite(res.PassPower)
 	if res.Detect != nil {
 		a.DetectStep, a.DetectWithin = fmtAt(res.DetectAt), res.DetectWithin
 	}
 	for _, p := range res.Pairs {
 		pp := powerPair{Pair: p.Pair, PerVehicle: perVehicle[p.Pair], BaselineShare: p.BaselineShare, Tolerance: p.Tolerance,
 			MinSamplesAt: fmtAt(p.MinSamplesAt), CanarySamples: p.CanarySamples, BaselineSamples: p.BaselineSamples,
-			Detectable: finite(p.Detectable)}
+			Detectable: finite(p.Detectable), PassAt: fmtAt(p.PassAt), PassProbability: finite(p.PassPower)}
 		if res.Detect != nil {
 			pp.DetectShare, pp.DetectAt, pp.DetectWithin, pp.DetectProbability = finite(p.DetectShare), fmtAt(p.DetectAt), p.DetectWithin, finite(p.DetectPower)
 		}
@@ -316,7 +326,7 @@ func finite(v float64) *float64 {
 func renderPower(w io.Writer, d powerDoc) {
 	fmt.Fprintf(w, "Profile %s: the stable revision %s over the %s before %s, %d vehicles: canary %d, baseline %d\n",
 		d.Profile, d.StableRevision, d.Over, d.At.UTC().Format(time.RFC3339), d.Vehicles, d.Canary, d.Baseline)
-	fmt.Fprintf(w, "A share is detectable when the judge fails a canary with it in %s of measurements over the window.\n", pct(d.Power, 3))
+	fmt.Fprintf(w, "A share is detectable when the judge fails a canary with it in %s of measurements over the window; a canary without a regression passes at the first measurement that passes it with that probability.\n", pct(d.Power, 3))
 	for _, a := range d.Analyses {
 		fmt.Fprintf(w, "\nAnalysis %s (%s)", a.Name, a.Provider)
 		if a.Skipped != "" {
@@ -330,7 +340,7 @@ func renderPower(w io.Writer, d powerDoc) {
 		fmt.Fprintf(w, ": %d pairs, each judged at confidence %.6g; minSamples %d per cohort and pair; window %s, interval %s, %s; the last measurement that can decide is at %s (window %s)\n",
 			a.Pairs, a.PairConfidence, a.MinSamples, a.Window, a.Interval, rank, a.LastMeasurement, a.WidestWindow)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		head := "  PAIR\tMSG/S PER VEHICLE\tBASELINE SLOW\tTOLERATED\tMIN SAMPLES AT\tIN " + a.WidestWindow + " (CANARY/BASELINE)\tDETECTABLE"
+		head := "  PAIR\tMSG/S PER VEHICLE\tBASELINE SLOW\tTOLERATED\tMIN SAMPLES AT\tIN " + a.WidestWindow + " (CANARY/BASELINE)\tDETECTABLE\tPASS AT"
 		if d.Detect != "" {
 			head += "\tDETECT " + d.Detect
 		}
@@ -340,14 +350,19 @@ func renderPower(w io.Writer, d powerDoc) {
 			if p.Detectable != nil {
 				detectable = pct(*p.Detectable, 3)
 			}
-			row := fmt.Sprintf("  %s\t%.1f\t%s\t%s\t%s\t%d/%d\t%s", p.Pair, p.PerVehicle, pct(p.BaselineShare, 3), pct(p.Tolerance, 3),
-				p.MinSamplesAt, p.CanarySamples, p.BaselineSamples, detectable)
+			row := fmt.Sprintf("  %s\t%.1f\t%s\t%s\t%s\t%d/%d\t%s\t%s", p.Pair, p.PerVehicle, pct(p.BaselineShare, 3), pct(p.Tolerance, 3),
+				p.MinSamplesAt, p.CanarySamples, p.BaselineSamples, detectable, p.PassAt)
 			if d.Detect != "" {
 				row += "\t" + detectCell(p)
 			}
 			fmt.Fprintln(tw, row)
 		}
 		_ = tw.Flush()
+		if a.PassStep == "never" {
+			fmt.Fprintf(w, "  A canary without a regression does not pass every pair in one measurement with %s probability before the analysis gives up at %s: a good revision's rollout can stop at this step (onInconclusive).\n", pct(d.Power, 3), a.LastMeasurement)
+		} else {
+			fmt.Fprintf(w, "  A canary without a regression passes every pair in one measurement with %s probability at %s.\n", pct(d.Power, 3), a.PassStep)
+		}
 		if d.Detect != "" {
 			switch {
 			case a.DetectStep == "never":

@@ -120,6 +120,11 @@ func TestPowerGolden(t *testing.T) {
 	if a.Pairs != 3 || a.MinSamples != 1000 || len(a.HostPairs) != 3 || a.HostPairs[2].MinSamplesAt != "20s" || a.HostPairs[2].DetectAt != "30s" {
 		t.Errorf("json document: %+v", a)
 	}
+	// The pair at 5 a second never passes either, so neither does the
+	// analysis: a canary without a regression would stop the rollout.
+	if a.PassStep != "never" || a.HostPairs[0].PassAt != "20s" || a.HostPairs[1].PassAt != "never" || a.HostPairs[0].PassProbability == nil {
+		t.Errorf("json document: pass at %q, pairs' %q and %q", a.PassStep, a.HostPairs[0].PassAt, a.HostPairs[1].PassAt)
+	}
 	if len(a.Problems) != 1 || !strings.Contains(a.Problems[0], "host=xavier-a,peer=xavier-c (canary 900, baseline 900)") {
 		t.Errorf("the pair at 5 a second never collects 1000 messages in 90 s: problems %q", a.Problems)
 	}

@@ -224,6 +224,12 @@ type PairPower struct {
 	DetectAt     time.Duration
 	DetectPower  float64
 	DetectWithin bool
+	// PassAt is the first measurement, before the analysis gives up, at
+	// which the judge passes the pair for a canary without a regression
+	// (its slow share the baseline's) with the power asked, PassPower the
+	// probability there; PassAt is negative when no such measurement does.
+	PassAt    time.Duration
+	PassPower float64
 }
 
 // PowerResult is what one judge analysis can decide on a fleet.
@@ -246,6 +252,13 @@ type PowerResult struct {
 	Detect       *Regression
 	DetectAt     time.Duration
 	DetectWithin bool
+	// PassAt is the first measurement, before the analysis gives up, at
+	// which a canary without a regression passes the analysis (every pair
+	// in the same measurement) with the power asked, PassPower the
+	// probability there (the product of the pairs', whose counts are
+	// independent); PassAt is negative when no such measurement does.
+	PassAt    time.Duration
+	PassPower float64
 	// Problems are the reasons the analysis can never decide on this fleet
 	// (Schedule.Problems, and pairs that never collect the sample minimum
 	// before the analysis gives up), one sentence each.
@@ -254,8 +267,9 @@ type PowerResult struct {
 
 // Power computes, for one judge analysis on a fleet with the given rates,
 // when each pair reaches the sample minimum, the smallest canary slow share
-// each pair's widest window fails with the power asked, and, for a
-// regression, how long the canary step must last to fail it.
+// each pair's widest window fails with the power asked, for a regression,
+// how long the canary step must last to fail it, and when a canary without
+// a regression passes.
 //
 // The model is the judge's own: at the measurement taken at t after the
 // analysis started, each cohort's messages on a pair are its rate times the
@@ -267,7 +281,9 @@ type PowerResult struct {
 // own power, on the per-step quantiles, which the counts do not give).
 // The power is computed exactly over both binomials; it is that of one
 // measurement, on one pair: an analysis measuring again, or a regression on
-// several pairs, fails sooner.
+// several pairs, fails sooner. A pass likewise: the probability that one
+// measurement passes a canary whose share is the baseline's on every pair;
+// an analysis measuring again passes sooner.
 func Power(in PowerInput) (PowerResult, error) {
 	cfg := in.Config
 	if msg := judgeConfigError(cfg); msg != "" {
@@ -296,6 +312,8 @@ func Power(in PowerInput) (PowerResult, error) {
 		LastMeasurement: s.LastMeasurement(),
 		Detect:          in.Detect,
 		DetectWithin:    in.Detect != nil,
+		PassAt:          -1,
+		PassPower:       math.NaN(),
 		Problems:        s.Problems(),
 	}
 	res.Window = s.WindowAt(res.LastMeasurement)
@@ -328,6 +346,7 @@ func Power(in PowerInput) (PowerResult, error) {
 			res.DetectWithin = res.DetectWithin && pp.DetectWithin
 		}
 	}
+	m.passing(&res)
 	if short := shortPairs(res.MinSamples, s, pairs); short != "" {
 		res.Problems = append(res.Problems, short)
 	}
@@ -397,7 +416,7 @@ func (m powerModel) canFail(p PairRate, w time.Duration) bool {
 
 func (m powerModel) pair(p PairRate, widest time.Duration, detect *Regression) PairPower {
 	pp := PairPower{PairRate: p, MinSamplesAt: -1, Window: widest, Detectable: math.NaN(),
-		DetectShare: math.NaN(), DetectAt: -1, DetectPower: math.NaN()}
+		DetectShare: math.NaN(), DetectAt: -1, DetectPower: math.NaN(), PassAt: -1, PassPower: math.NaN()}
 	pp.Tolerance = judgeRatio(m.cfg)*p.BaselineShare + m.cfg.MaxIncrease
 	pp.CanarySamples, pp.BaselineSamples = m.samples(p, widest)
 	last := m.s.LastMeasurement()
@@ -461,6 +480,118 @@ func (m powerModel) pair(p PairRate, widest time.Duration, detect *Regression) P
 	pp.DetectAt = time.Duration(hi) * m.s.Interval
 	pp.DetectPower = powerAtK(hi)
 	return pp
+}
+
+// passing fills in when a canary without a regression passes: each pair on
+// its own (PairPower.PassAt) and the analysis, every pair in one
+// measurement (PowerResult.PassAt), at the measurements the analysis takes
+// before it gives up. A pair passes only with both cohorts at the sample
+// minimum; the rank test never blocks a Pass.
+func (m powerModel) passing(res *PowerResult) {
+	// Pairs with the same rates and share, in windows of the same width,
+	// pass alike (the window stops growing at the analysis' window).
+	type key struct {
+		c, b, s float64
+		w       time.Duration
+	}
+	each := map[key]float64{}
+	last := m.s.LastMeasurement()
+	for at := time.Duration(0); at <= last; at += m.s.Interval {
+		w := m.s.WindowAt(at)
+		all := 1.0
+		for i := range res.Pairs {
+			pp := &res.Pairs[i]
+			k := key{pp.CanaryRate, pp.BaselineRate, pp.BaselineShare, w}
+			pw, ok := each[k]
+			if !ok {
+				pw = m.passPower(pp.PairRate, w)
+				each[k] = pw
+			}
+			if pp.PassAt < 0 && pw >= m.power {
+				pp.PassAt, pp.PassPower = at, pw
+			}
+			all *= pw
+		}
+		if all >= m.power {
+			res.PassAt, res.PassPower = at, all
+			return
+		}
+	}
+}
+
+// passPower is the probability that a measurement over w passes the pair
+// for a canary whose slow share is the baseline's.
+func (m powerModel) passPower(p PairRate, w time.Duration) float64 {
+	nC, nB := m.samples(p, w)
+	if w <= 0 || nC < m.minN || nB < m.minN {
+		return 0
+	}
+	return newPassTable(m.cfg, m.pc, nC, nB, p.BaselineShare).power(p.BaselineShare)
+}
+
+// passTable is, for nC canary and nB baseline messages on a pair whose
+// baseline share is p0, the most slow canary messages with which the judge
+// passes the pair (ProbExceeds <= 1 - the pair confidence) for every likely
+// count of slow baseline messages.
+type passTable struct {
+	nC    int64
+	probB []float64 // P(baseline slow = kB[i])
+	kMax  []int64   // most canary slow messages that pass at kB[i]; -1 when none
+}
+
+func newPassTable(cfg JudgeConfig, pc float64, nC, nB int64, p0 float64) passTable {
+	t := passTable{nC: nC}
+	ratio := judgeRatio(cfg)
+	lo, hi := binomRange(nB, p0, powerTail)
+	cGrids := map[int64]*jeffreysGrid{}
+	passes := func(kC int64, b *jeffreysGrid) bool {
+		g := cGrids[kC]
+		if g == nil {
+			g = newJeffreysGrid(kC, nC)
+			cGrids[kC] = g
+		}
+		return probExceedsGrids(g, b, ratio, cfg.MaxIncrease) <= 1-pc
+	}
+	prev := int64(-1)
+	for kB := lo; kB <= hi; kB++ {
+		b := newJeffreysGrid(kB, nB)
+		// kMax does not decrease with kB (a worse baseline tolerates
+		// more): a binary search for the first, then a walk up from the
+		// previous one.
+		k := prev
+		if kB == lo {
+			l, h := int64(-1), nC
+			for l < h {
+				mid := (l + h + 1) / 2
+				if passes(mid, b) {
+					l = mid
+				} else {
+					h = mid - 1
+				}
+			}
+			k = l
+		} else {
+			for k < nC && passes(k+1, b) {
+				k++
+			}
+		}
+		prev = k
+		t.probB = append(t.probB, binomPMF(nB, kB, p0))
+		t.kMax = append(t.kMax, k)
+	}
+	return t
+}
+
+// power is the probability that a canary with slow share p1 passes the
+// pair.
+func (t passTable) power(p1 float64) float64 {
+	var sum float64
+	for i, k := range t.kMax {
+		if k >= 0 {
+			sum += t.probB[i] * binomLower(t.nC, k, p1)
+		}
+	}
+	return math.Min(1, sum)
 }
 
 // failTable is, for nC canary and nB baseline messages on a pair whose

@@ -88,6 +88,114 @@ func TestFailTableIsTheJudgesThreshold(t *testing.T) {
 	}
 }
 
+// TestPassTableIsTheJudgesThreshold checks the pass table against the
+// judge itself: at kMax the judge passes the pair, one more slow canary
+// message and it does not.
+func TestPassTableIsTheJudgesThreshold(t *testing.T) {
+	cfg := JudgeConfig{Quantile: 0.99, MinSamples: 100, Confidence: 0.95, MaxRatio: 2, MaxIncrease: 0.01}
+	const nC, nB = 300, 600
+	tab := newPassTable(cfg, cfg.Confidence, nC, nB, 0.02)
+	lo, _ := binomRange(nB, 0.02, powerTail)
+	if len(tab.kMax) < 10 {
+		t.Fatalf("%d baseline counts in the table, want the likely range of Bin(600, 0.02)", len(tab.kMax))
+	}
+	for i, k := range tab.kMax {
+		kB := lo + int64(i)
+		verdict := func(kC int64) Verdict {
+			return Judge(cfg, []PairData{{Pair: "p", Canary: Counts{float64(kC), nC}, Baseline: Counts{float64(kB), nB}}}).Verdict
+		}
+		if k < 0 {
+			t.Fatalf("baseline %d/%d: no canary count passes", kB, nB)
+		}
+		if got := verdict(k); got != VerdictPass {
+			t.Errorf("baseline %d/%d, canary %d/%d (kMax): judge says %s, want Pass", kB, nB, k, nC, got)
+		}
+		if got := verdict(k + 1); got == VerdictPass {
+			t.Errorf("baseline %d/%d, canary %d/%d (kMax+1): judge says Pass", kB, nB, k+1, nC)
+		}
+	}
+}
+
+// TestPassMonteCarlo: at the measurement Power says a canary without a
+// regression passes every pair with 80 %, and at the one before, the judge,
+// given binomial counts at the baseline's share in both cohorts, passes the
+// share of draws predicted there.
+func TestPassMonteCarlo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(44, 4))
+	for _, c := range []struct {
+		name  string
+		cfg   JudgeConfig
+		pairs []PairRate
+	}{
+		{"slow-messages, 0.2 % slow", slowMessages, demoPairs(0.002)},
+		{"spurious-retransmissions, 0.04 % D-SACK", spuriousRetransmissions, []PairRate{
+			{Pair: "a", CanaryRate: 2 * 900, BaselineRate: 2 * 900, BaselineShare: 0.0004},
+			{Pair: "b", CanaryRate: 2 * 900, BaselineRate: 2 * 900, BaselineShare: 0.0004},
+			{Pair: "c", CanaryRate: 2 * 900, BaselineRate: 2 * 900, BaselineShare: 0.0003},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.RequireRank = false // the rank test never blocks a Pass
+			s := slowMessagesSchedule
+			r, err := Power(PowerInput{Config: cfg, Schedule: s, Pairs: c.pairs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.PassAt <= 0 || r.PassPower < DefaultPower {
+				t.Fatalf("a canary without a regression: pass at %s with %g", r.PassAt, r.PassPower)
+			}
+			for _, p := range r.Pairs {
+				if p.PassAt < 0 || p.PassAt > r.PassAt {
+					t.Errorf("pair %s passes on its own at %s, after every pair together (%s)", p.Pair, p.PassAt, r.PassAt)
+				}
+			}
+			m := powerModel{cfg: cfg, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: s}
+			predicted := func(at time.Duration) float64 {
+				all := 1.0
+				for _, q := range c.pairs {
+					all *= m.passPower(q, s.WindowAt(at))
+				}
+				return all
+			}
+			passes := func(at time.Duration, runs int) float64 {
+				w := s.WindowAt(at)
+				n := 0
+				for range runs {
+					var data []PairData
+					for _, q := range c.pairs {
+						nC, nB := int64(math.Round(q.CanaryRate*w.Seconds())), int64(math.Round(q.BaselineRate*w.Seconds()))
+						data = append(data, PairData{Pair: q.Pair,
+							Canary:   Counts{float64(binomSample(rng, nC, q.BaselineShare)), float64(nC)},
+							Baseline: Counts{float64(binomSample(rng, nB, q.BaselineShare)), float64(nB)}})
+					}
+					if Judge(cfg, data).Verdict == VerdictPass {
+						n++
+					}
+				}
+				return float64(n) / float64(runs)
+			}
+			// 800 draws: a standard deviation of at most 1.8 points.
+			const runs = 800
+			for _, at := range []time.Duration{r.PassAt - s.Interval, r.PassAt} {
+				want := predicted(at)
+				if at == r.PassAt && want != r.PassPower {
+					t.Errorf("at %s: the pass probability %g, Power said %g", at, want, r.PassPower)
+				}
+				if at < r.PassAt && want >= DefaultPower {
+					t.Errorf("at %s, before the predicted %s, the pass probability is already %g", at, r.PassAt, want)
+				}
+				got := passes(at, runs)
+				if math.Abs(got-want) > 0.06 {
+					t.Errorf("at %s Power says a canary without a regression passes with %.1f%%; the judge passed %.1f%% of %d draws",
+						at, 100*want, 100*got, runs)
+				}
+				t.Logf("%s: at %s a pass with %.1f%% predicted, %.1f%% of %d draws (pass at %s)", c.name, at, 100*want, 100*got, runs, r.PassAt)
+			}
+		})
+	}
+}
+
 // TestPowerExactCase: with a baseline of no slow message (share 0) the
 // baseline count is 0 for certain, and the power is one binomial tail.
 func TestPowerExactCase(t *testing.T) {
@@ -150,7 +258,7 @@ func TestScheduleWindowsAndProblems(t *testing.T) {
 
 // demoPairs are the demo fleet's six pairs with two canary vehicles against
 // two: 36.8 messages a second per vehicle and pair (1840 in 25 s over two
-// vehicles, docs/benchmarks-detection.md trial 2).
+// vehicles, docs/benchmarks-detection-d19866f.md trial 2).
 func demoPairs(share float64) []PairRate {
 	var out []PairRate
 	for _, p := range []string{"a,b", "a,c", "b,a", "b,c", "c,a", "c,b"} {
@@ -342,7 +450,7 @@ func TestParseRegression(t *testing.T) {
 }
 
 // benchmarkArm is one arm of the detection benchmark
-// (docs/benchmarks-detection.md, 2026-11-23 21:15 UTC): the messages (or
+// (docs/benchmarks-detection-d19866f.md, 2026-11-23 21:15 UTC): the messages (or
 // segments) per second per vehicle on the deciding pair, from the trials'
 // verdicts, and the slow shares of the two cohorts on it.
 type benchmarkArm struct {
@@ -407,5 +515,37 @@ func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
 		if p.DetectAt < a.wantFrom || p.DetectAt > a.wantTo {
 			t.Errorf("%s: predicted detection at %s, want between the trials' median %s and p90 %s", a.name, p.DetectAt, a.trialsMedian, a.trialsP90)
 		}
+	}
+
+	// A/A on the guard: a canary without a regression. The record at
+	// 5ddcb064e0af (docs/benchmarks-detection.md, 120 A/A trials): the pair
+	// deciding each pass had a median baseline D-SACK share of 0.045 % and
+	// 1009 segments a second per baseline vehicle; the guard passed at 30 s
+	// (median) and 50 s (p90) at idle and with both CPUs busy alike. Six
+	// pairs at that share and rate must pass together.
+	var aa []PairRate
+	for i := range 6 {
+		aa = append(aa, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * 1009, BaselineRate: 2 * 1009, BaselineShare: 0.00045})
+	}
+	r, err := Power(PowerInput{Config: spuriousRetransmissions, Schedule: slowMessagesSchedule, Pairs: aa})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := powerModel{cfg: spuriousRetransmissions, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: slowMessagesSchedule}
+	var each []string
+	for at := 20 * time.Second; at <= time.Minute; at += 10 * time.Second {
+		all := 1.0
+		for _, p := range aa {
+			all *= m.passPower(p, slowMessagesSchedule.WindowAt(at))
+		}
+		each = append(each, fmt.Sprintf("%s %.2f", at, all))
+	}
+	t.Logf("A/A guard: min samples at %s; a canary without a regression passes every pair with 80%% at %s (%.2f); pass per measurement: %s; trials: median 30s, p90 50s",
+		r.Pairs[0].MinSamplesAt, r.PassAt, r.PassPower, strings.Join(each, ", "))
+	if r.PassAt < 30*time.Second || r.PassAt > 50*time.Second {
+		t.Errorf("A/A guard: predicted pass at %s, want between the trials' median (30 s) and p90 (50 s)", r.PassAt)
+	}
+	if r.Pairs[0].MinSamplesAt >= r.PassAt-2*slowMessagesSchedule.Interval {
+		t.Errorf("A/A guard: min samples at %s, pass at %s: the record's late decisions are the pass, not the minimum", r.Pairs[0].MinSamplesAt, r.PassAt)
 	}
 }
