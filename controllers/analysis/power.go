@@ -541,29 +541,17 @@ type passTable struct {
 
 func newPassTable(cfg JudgeConfig, pc float64, nC, nB int64, p0 float64) passTable {
 	t := passTable{nC: nC}
-	ratio := judgeRatio(cfg)
-	lo, hi := binomRange(nB, p0, powerTail)
-	cGrids := map[int64]*jeffreysGrid{}
-	passes := func(kC int64, b *jeffreysGrid) bool {
-		g := cGrids[kC]
-		if g == nil {
-			g = newJeffreysGrid(kC, nC)
-			cGrids[kC] = g
-		}
-		return probExceedsGrids(g, b, ratio, cfg.MaxIncrease) <= 1-pc
-	}
-	prev := int64(-1)
-	for kB := lo; kB <= hi; kB++ {
-		b := newJeffreysGrid(kB, nB)
+	first, prev := true, int64(-1)
+	exceedsRows(cfg, nC, nB, p0, func(probB float64, pAt func(kC int64) float64) {
 		// kMax does not decrease with kB (a worse baseline tolerates
 		// more): a binary search for the first, then a walk up from the
 		// previous one.
 		k := prev
-		if kB == lo {
+		if first {
 			l, h := int64(-1), nC
 			for l < h {
 				mid := (l + h + 1) / 2
-				if passes(mid, b) {
+				if pAt(mid) <= 1-pc {
 					l = mid
 				} else {
 					h = mid - 1
@@ -571,14 +559,14 @@ func newPassTable(cfg JudgeConfig, pc float64, nC, nB int64, p0 float64) passTab
 			}
 			k = l
 		} else {
-			for k < nC && passes(k+1, b) {
+			for k < nC && pAt(k+1) <= 1-pc {
 				k++
 			}
 		}
-		prev = k
-		t.probB = append(t.probB, binomPMF(nB, kB, p0))
+		first, prev = false, k
+		t.probB = append(t.probB, probB)
 		t.kMax = append(t.kMax, k)
-	}
+	})
 	return t
 }
 
@@ -610,28 +598,16 @@ const powerTail = 1e-9
 
 func newFailTable(cfg JudgeConfig, pc float64, nC, nB int64, p0 float64) failTable {
 	t := failTable{nC: nC}
-	ratio := judgeRatio(cfg)
-	lo, hi := binomRange(nB, p0, powerTail)
-	cGrids := map[int64]*jeffreysGrid{}
-	pAt := func(kC int64, b *jeffreysGrid) float64 {
-		g := cGrids[kC]
-		if g == nil {
-			g = newJeffreysGrid(kC, nC)
-			cGrids[kC] = g
-		}
-		return probExceedsGrids(g, b, ratio, cfg.MaxIncrease)
-	}
-	prev := int64(0)
-	for kB := lo; kB <= hi; kB++ {
-		b := newJeffreysGrid(kB, nB)
+	first, prev := true, int64(0)
+	exceedsRows(cfg, nC, nB, p0, func(probB float64, pAt func(kC int64) float64) {
 		// kStar does not decrease with kB: a binary search for the first,
 		// then a walk up from the previous one.
 		var k int64
-		if kB == lo {
+		if first {
 			l, h := int64(0), nC+1
 			for l < h {
 				mid := (l + h) / 2
-				if pAt(mid, b) >= pc {
+				if pAt(mid) >= pc {
 					h = mid
 				} else {
 					l = mid + 1
@@ -640,15 +616,36 @@ func newFailTable(cfg JudgeConfig, pc float64, nC, nB int64, p0 float64) failTab
 			k = l
 		} else {
 			k = prev
-			for k <= nC && pAt(k, b) < pc {
+			for k <= nC && pAt(k) < pc {
 				k++
 			}
 		}
-		prev = k
-		t.probB = append(t.probB, binomPMF(nB, kB, p0))
+		first, prev = false, k
+		t.probB = append(t.probB, probB)
 		t.kStar = append(t.kStar, k)
-	}
+	})
 	return t
+}
+
+// exceedsRows calls row for every likely count kB of slow baseline
+// messages (binomial(nB, p0), all but powerTail of each tail), in
+// increasing order, with its probability and ProbExceeds of kC slow canary
+// messages of nC against it (the canary's grids shared by the rows).
+func exceedsRows(cfg JudgeConfig, nC, nB int64, p0 float64, row func(probB float64, pAt func(kC int64) float64)) {
+	ratio := judgeRatio(cfg)
+	lo, hi := binomRange(nB, p0, powerTail)
+	cGrids := map[int64]*jeffreysGrid{}
+	for kB := lo; kB <= hi; kB++ {
+		b := newJeffreysGrid(kB, nB)
+		row(binomPMF(nB, kB, p0), func(kC int64) float64 {
+			g := cGrids[kC]
+			if g == nil {
+				g = newJeffreysGrid(kC, nC)
+				cGrids[kC] = g
+			}
+			return probExceedsGrids(g, b, ratio, cfg.MaxIncrease)
+		})
+	}
 }
 
 // power is the probability that a canary with slow share p1 fails the pair.
