@@ -408,10 +408,16 @@ func (m powerModel) samples(p PairRate, w time.Duration) (nC, nB int64) {
 	return int64(math.Round(p.CanaryRate * w.Seconds())), int64(math.Round(p.BaselineRate * w.Seconds()))
 }
 
+// enough reports whether a measurement over w has the sample minimum in
+// both cohorts: a pair short of it is Inconclusive, never Pass nor Fail.
+func (m powerModel) enough(p PairRate, w time.Duration) bool {
+	nC, nB := m.samples(p, w)
+	return w > 0 && nC >= m.minN && nB >= m.minN
+}
+
 // canFail reports whether a measurement over w can fail the pair at all.
 func (m powerModel) canFail(p PairRate, w time.Duration) bool {
-	nC, nB := m.samples(p, w)
-	return w > 0 && nC >= m.minN && nB >= m.minN && m.s.rankReady(w)
+	return m.enough(p, w) && m.s.rankReady(w)
 }
 
 func (m powerModel) pair(p PairRate, widest time.Duration, detect *Regression) PairPower {
@@ -421,8 +427,7 @@ func (m powerModel) pair(p PairRate, widest time.Duration, detect *Regression) P
 	pp.CanarySamples, pp.BaselineSamples = m.samples(p, widest)
 	last := m.s.LastMeasurement()
 	for at := time.Duration(0); at <= last; at += m.s.Interval {
-		w := m.s.WindowAt(at)
-		if nC, nB := m.samples(p, w); w > 0 && nC >= m.minN && nB >= m.minN {
+		if m.enough(p, m.s.WindowAt(at)) {
 			pp.MinSamplesAt = at
 			break
 		}
@@ -522,10 +527,10 @@ func (m powerModel) passing(res *PowerResult) {
 // passPower is the probability that a measurement over w passes the pair
 // for a canary whose slow share is the baseline's.
 func (m powerModel) passPower(p PairRate, w time.Duration) float64 {
-	nC, nB := m.samples(p, w)
-	if w <= 0 || nC < m.minN || nB < m.minN {
+	if !m.enough(p, w) {
 		return 0
 	}
+	nC, nB := m.samples(p, w)
 	return newPassTable(m.cfg, m.pc, nC, nB, p.BaselineShare).power(p.BaselineShare)
 }
 

@@ -151,20 +151,13 @@ func TestPassMonteCarlo(t *testing.T) {
 				}
 			}
 			m := powerModel{cfg: cfg, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: s}
-			predicted := func(at time.Duration) float64 {
-				all := 1.0
-				for _, q := range c.pairs {
-					all *= m.passPower(q, s.WindowAt(at))
-				}
-				return all
-			}
 			passes := func(at time.Duration, runs int) float64 {
 				w := s.WindowAt(at)
 				n := 0
 				for range runs {
 					var data []PairData
 					for _, q := range c.pairs {
-						nC, nB := int64(math.Round(q.CanaryRate*w.Seconds())), int64(math.Round(q.BaselineRate*w.Seconds()))
+						nC, nB := m.samples(q, w)
 						data = append(data, PairData{Pair: q.Pair,
 							Canary:   Counts{float64(binomSample(rng, nC, q.BaselineShare)), float64(nC)},
 							Baseline: Counts{float64(binomSample(rng, nB, q.BaselineShare)), float64(nB)}})
@@ -178,7 +171,7 @@ func TestPassMonteCarlo(t *testing.T) {
 			// 800 draws: a standard deviation of at most 1.8 points.
 			const runs = 800
 			for _, at := range []time.Duration{r.PassAt - s.Interval, r.PassAt} {
-				want := predicted(at)
+				want := passEvery(m, c.pairs, s.WindowAt(at))
 				if at == r.PassAt && want != r.PassPower {
 					t.Errorf("at %s: the pass probability %g, Power said %g", at, want, r.PassPower)
 				}
@@ -416,6 +409,17 @@ func TestPowerMonteCarlo(t *testing.T) {
 	}
 }
 
+// passEvery is the probability that one measurement over w passes every
+// pair for a canary without a regression: the product of the pairs'
+// (Power's PassPower at its PassAt).
+func passEvery(m powerModel, pairs []PairRate, w time.Duration) float64 {
+	all := 1.0
+	for _, p := range pairs {
+		all *= m.passPower(p, w)
+	}
+	return all
+}
+
 // binomSample draws a binomial(n, p) count by inversion of its
 // distribution function.
 func binomSample(rng *rand.Rand, n int64, p float64) int64 {
@@ -534,11 +538,7 @@ func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
 	m := powerModel{cfg: spuriousRetransmissions, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: slowMessagesSchedule}
 	var each []string
 	for at := 20 * time.Second; at <= time.Minute; at += 10 * time.Second {
-		all := 1.0
-		for _, p := range aa {
-			all *= m.passPower(p, slowMessagesSchedule.WindowAt(at))
-		}
-		each = append(each, fmt.Sprintf("%s %.2f", at, all))
+		each = append(each, fmt.Sprintf("%s %.2f", at, passEvery(m, aa, slowMessagesSchedule.WindowAt(at))))
 	}
 	t.Logf("A/A guard: min samples at %s; a canary without a regression passes every pair with 80%% at %s (%.2f); pass per measurement: %s; trials: median 30s, p90 50s",
 		r.Pairs[0].MinSamplesAt, r.PassAt, r.PassPower, strings.Join(each, ", "))
