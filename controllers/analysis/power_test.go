@@ -521,31 +521,98 @@ func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
 		}
 	}
 
-	// A/A on the guard: a canary without a regression. The record at
-	// 5ddcb064e0af (docs/benchmarks-detection.md, 120 A/A trials): the pair
-	// deciding each pass had a median baseline D-SACK share of 0.045 % and
-	// 1009 segments a second per baseline vehicle; the guard passed at 30 s
-	// (median) and 50 s (p90) at idle and with both CPUs busy alike. Six
-	// pairs at that share and rate must pass together.
-	var aa []PairRate
-	for i := range 6 {
-		aa = append(aa, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * 1009, BaselineRate: 2 * 1009, BaselineShare: 0.00045})
+	// A/A on the guard: a canary without a regression, on the benchmark's
+	// two fleet shapes (docs/benchmarks-detection.md, commit 5ddcb064e0af).
+	// With 4 vehicles (2 baseline), 120 A/A trials: the pair deciding each
+	// pass had a median baseline D-SACK share of 0.045 % and 1009 segments
+	// a second per baseline vehicle; the guard passed at 30 s (median) and
+	// 50 s (p90), at idle and with both CPUs busy alike. With 6 vehicles (4
+	// baseline), 20 idle A/A trials: 0.032 % and 991 segments a second; the
+	// guard passed at 30 s (median) and 40 s (p90). Six pairs at that share
+	// and rate must pass together; the canary is 2 vehicles in both.
+	for _, f := range []struct {
+		name                    string
+		baseline                int
+		share, rate             float64
+		trialsMedian, trialsP90 time.Duration
+	}{
+		{"4 vehicles", 2, 0.00045, 1009, 30 * time.Second, 50 * time.Second},
+		{"6 vehicles", 4, 0.00032, 991, 30 * time.Second, 40 * time.Second},
+	} {
+		var aa []PairRate
+		for i := range 6 {
+			aa = append(aa, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * f.rate, BaselineRate: float64(f.baseline) * f.rate, BaselineShare: f.share})
+		}
+		r, err := Power(PowerInput{Config: spuriousRetransmissions, Schedule: slowMessagesSchedule, Pairs: aa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := powerModel{cfg: spuriousRetransmissions, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: slowMessagesSchedule}
+		var each []string
+		for at := 20 * time.Second; at <= time.Minute; at += 10 * time.Second {
+			each = append(each, fmt.Sprintf("%s %.2f", at, passEvery(m, aa, slowMessagesSchedule.WindowAt(at))))
+		}
+		t.Logf("A/A guard, %s: min samples at %s; a canary without a regression passes every pair with 80%% at %s (%.2f); pass per measurement: %s; trials: median %s, p90 %s",
+			f.name, r.Pairs[0].MinSamplesAt, r.PassAt, r.PassPower, strings.Join(each, ", "), f.trialsMedian, f.trialsP90)
+		if r.PassAt < f.trialsMedian || r.PassAt > f.trialsP90 {
+			t.Errorf("A/A guard, %s: predicted pass at %s, want between the trials' median (%s) and p90 (%s)", f.name, r.PassAt, f.trialsMedian, f.trialsP90)
+		}
+		if f.baseline == 2 && r.Pairs[0].MinSamplesAt >= r.PassAt-2*slowMessagesSchedule.Interval {
+			t.Errorf("A/A guard, %s: min samples at %s, pass at %s: the record's late decisions are the pass, not the minimum", f.name, r.Pairs[0].MinSamplesAt, r.PassAt)
+		}
+		if f.baseline == 4 && r.PassAt > r.Pairs[0].MinSamplesAt+2*slowMessagesSchedule.Interval {
+			t.Errorf("A/A guard, %s: pass at %s, more than two intervals after the minimum samples at %s: the larger baseline's trials passed within them in 18 of 20", f.name, r.PassAt, r.Pairs[0].MinSamplesAt)
+		}
 	}
-	r, err := Power(PowerInput{Config: spuriousRetransmissions, Schedule: slowMessagesSchedule, Pairs: aa})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestPowerSizesTheUntunedEditWithBothCPUsBusy explains the record's three
+// promotions of the untuned edit with both CPUs busy (docs/benchmarks-detection.md,
+// commit 5ddcb064e0af, 40 trials): the promoted canaries' worst pair held
+// 0.11-0.31 % slow messages (2/1841, 16/6967, 22/7076 on
+// xavier-b -> xavier-a) against a baseline near 0.01 %, at 39.3 messages a
+// second per vehicle and pair. The demo's judge tolerates twice the baseline
+// plus 0.5 points on a pair, so no canary step of any length fails such a
+// canary; a tolerance that does makes both the Fail and the pass of a good
+// canary take minutes, beyond the demo's 90 s analysis.
+func TestPowerSizesTheUntunedEditWithBothCPUsBusy(t *testing.T) {
+	const share, base, rate = 0.003, 0.0001, 39.3
+	long := slowMessagesSchedule
+	long.Window, long.InconclusiveLimit = time.Hour, 360
+	size := func(maxIncrease float64) PowerResult {
+		cfg := slowMessages
+		cfg.MaxIncrease = maxIncrease
+		var pairs []PairRate
+		for i := range 6 {
+			pairs = append(pairs, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * rate, BaselineRate: 2 * rate, BaselineShare: base})
+		}
+		r, err := Power(PowerInput{Config: cfg, Schedule: long, Pairs: pairs, Detect: &Regression{Share: share}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("maxIncrease %.2f points: tolerated %.3f %%; a %.1f %% canary failed with 80 %% at %s; a canary without a regression passes at %s (%.2f)",
+			100*maxIncrease, 100*r.Pairs[0].Tolerance, 100*share, r.DetectAt, r.PassAt, r.PassPower)
+		return r
 	}
-	m := powerModel{cfg: spuriousRetransmissions, pc: r.PairConfidence, minN: r.MinSamples, power: DefaultPower, s: slowMessagesSchedule}
-	var each []string
-	for at := 20 * time.Second; at <= time.Minute; at += 10 * time.Second {
-		each = append(each, fmt.Sprintf("%s %.2f", at, passEvery(m, aa, slowMessagesSchedule.WindowAt(at))))
+	demo := size(slowMessages.MaxIncrease)
+	if demo.DetectAt >= 0 {
+		t.Errorf("the demo's tolerance (%.3f %%) fails a %.1f %% canary at %s; the record promoted such canaries", 100*demo.Pairs[0].Tolerance, 100*share, demo.DetectAt)
 	}
-	t.Logf("A/A guard: min samples at %s; a canary without a regression passes every pair with 80%% at %s (%.2f); pass per measurement: %s; trials: median 30s, p90 50s",
-		r.Pairs[0].MinSamplesAt, r.PassAt, r.PassPower, strings.Join(each, ", "))
-	if r.PassAt < 30*time.Second || r.PassAt > 50*time.Second {
-		t.Errorf("A/A guard: predicted pass at %s, want between the trials' median (30 s) and p90 (50 s)", r.PassAt)
+	if demo.PassAt < 0 || demo.PassAt > slowMessagesSchedule.Window {
+		t.Errorf("the demo's judge passes a good canary at %s, want within its %s window", demo.PassAt, slowMessagesSchedule.Window)
 	}
-	if r.Pairs[0].MinSamplesAt >= r.PassAt-2*slowMessagesSchedule.Interval {
-		t.Errorf("A/A guard: min samples at %s, pass at %s: the record's late decisions are the pass, not the minimum", r.Pairs[0].MinSamplesAt, r.PassAt)
+	prevPass := demo.PassAt
+	for _, inc := range []float64{0.002, 0.001, 0.0005} {
+		r := size(inc)
+		if r.Pairs[0].Tolerance < share && r.DetectAt < 0 {
+			t.Errorf("maxIncrease %.2f points tolerates %.3f %%, below %.1f %%, but no step length fails it", 100*inc, 100*r.Pairs[0].Tolerance, 100*share)
+		}
+		if r.DetectAt >= 0 && r.DetectAt <= slowMessagesSchedule.Window {
+			t.Errorf("maxIncrease %.2f points fails a %.1f %% canary at %s, within the demo's %s window: a tighter tolerance would catch it there", 100*inc, 100*share, r.DetectAt, slowMessagesSchedule.Window)
+		}
+		if r.PassAt <= prevPass {
+			t.Errorf("maxIncrease %.2f points passes a good canary at %s, not later than a looser tolerance's %s", 100*inc, r.PassAt, prevPass)
+		}
+		prevPass = r.PassAt
 	}
 }
