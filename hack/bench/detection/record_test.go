@@ -23,6 +23,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nettune/nettune/api/v1alpha1"
 )
 
 func TestTrialsLogRoundTrip(t *testing.T) {
@@ -91,5 +95,38 @@ func TestReportRowsPerLevel(t *testing.T) {
 	}
 	if strings.Contains(table, "both CPUs busy (100 % background load) | cwnd1") {
 		t.Errorf("a level without trials of an arm has a row:\n%s", table)
+	}
+}
+
+func TestWithinTwoIntervalsCountsMeasurements(t *testing.T) {
+	for _, c := range []struct {
+		gap  time.Duration
+		want bool
+	}{
+		{0, true},
+		{10 * time.Second, true},
+		{19999 * time.Millisecond, true},
+		{20032 * time.Millisecond, true}, // the second measurement after, taken 32 ms late
+		{24 * time.Second, true},
+		{26 * time.Second, false},
+		{29900 * time.Millisecond, false}, // the third, taken 100 ms early
+		{30 * time.Second, false},
+	} {
+		if got := withinIntervals(c.gap, 10*time.Second, 2); got != c.want {
+			t.Errorf("withinIntervals(%s, 10s, 2) = %v, want %v", c.gap, got, c.want)
+		}
+	}
+
+	// The report counts a decision at the second measurement after the
+	// minimum samples as within two intervals, however late the scheduler
+	// took it, and the third as not.
+	spec := &v1alpha1.AnalysisSpec{Interval: &metav1.Duration{Duration: 10 * time.Second}}
+	mk := func(after time.Duration) trial {
+		return trial{arm: "aa", by: map[string]decision{"judge": {phase: "Successful", after: after, enoughAt: 20 * time.Second}}}
+	}
+	r := &report{c: config{arms: []string{"aa"}}, methods: []method{{name: "judge", spec: spec}}}
+	c := r.cells([]trial{mk(40032 * time.Millisecond), mk(39998 * time.Millisecond), mk(50010 * time.Millisecond)})["aa"]["judge"]
+	if c.withEnough != 3 || c.withinTwo != 2 {
+		t.Errorf("within two intervals: %d of %d, want 2 of 3", c.withinTwo, c.withEnough)
 	}
 }

@@ -70,21 +70,35 @@ type cell struct {
 	withinTwo, withEnough                  int             // judge: decided within two intervals of enough samples
 }
 
+// withinIntervals reports whether a decision gap after the measurement with
+// the minimum samples is at most n measurements later. Both ends are
+// measurement instants, taken every interval on a busy machine, so the gap
+// is a multiple of the interval give or take the scheduler's milliseconds:
+// it is counted in whole intervals, rounded, not compared to n x interval
+// to the nanosecond (20.032 s is the second measurement after, 29.9 s the
+// third).
+func withinIntervals(gap, interval time.Duration, n int) bool {
+	if interval <= 0 {
+		return false
+	}
+	return (gap+interval/2)/interval <= time.Duration(n)
+}
+
 func (r *report) cells(trials []trial) map[string]map[string]*cell {
 	out := map[string]map[string]*cell{}
-	// Two intervals of each method's own measuring clock; the step's is its
-	// slowest analysis'.
-	twice := map[string]time.Duration{}
+	// Each method's own measuring clock; the step's is its slowest
+	// analysis'.
+	interval := map[string]time.Duration{}
 	var slowest time.Duration
 	for _, m := range r.methods {
 		if m.spec != nil {
-			twice[m.name] = 2 * m.spec.GetInterval()
-			slowest = max(slowest, twice[m.name])
+			interval[m.name] = m.spec.GetInterval()
+			slowest = max(slowest, interval[m.name])
 		}
 	}
 	for _, m := range r.methods {
 		if m.spec == nil {
-			twice[m.name] = slowest
+			interval[m.name] = slowest
 		}
 	}
 	for _, t := range trials {
@@ -114,7 +128,7 @@ func (r *report) cells(trials []trial) map[string]map[string]*cell {
 			}
 			if d.enoughAt > 0 && d.phase != "" {
 				c.withEnough++
-				if d.after-d.enoughAt <= twice[m.name] {
+				if withinIntervals(d.after-d.enoughAt, interval[m.name], 2) {
 					c.withinTwo++
 				}
 			}
