@@ -412,6 +412,16 @@ func TestPowerMonteCarlo(t *testing.T) {
 // passEvery is the probability that one measurement over w passes every
 // pair for a canary without a regression: the product of the pairs'
 // (Power's PassPower at its PassAt).
+// fleetPairs is the detection benchmark's 6 host pairs (3 hosts), each at
+// the cohorts' rates and the baseline share given.
+func fleetPairs(canaryRate, baselineRate, share float64) []PairRate {
+	var pairs []PairRate
+	for i := range 6 {
+		pairs = append(pairs, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: canaryRate, BaselineRate: baselineRate, BaselineShare: share})
+	}
+	return pairs
+}
+
 func passEvery(m powerModel, pairs []PairRate, w time.Duration) float64 {
 	all := 1.0
 	for _, p := range pairs {
@@ -492,11 +502,9 @@ func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
 		{"rto2ms-noquickack guard", spuriousRetransmissions, 656, 1005, 0.00045, 0.0019, 40 * time.Second, time.Minute, "40s", "1m0s"},
 	}
 	for _, a := range arms {
-		pairs := []PairRate{{Pair: "deciding", CanaryRate: 2 * a.canaryRate, BaselineRate: 2 * a.baseRate, BaselineShare: a.baselineShare}}
-		// Bonferroni over the fleet's 6 pairs: the other 5 at the baseline.
-		for i := range 5 {
-			pairs = append(pairs, PairRate{Pair: fmt.Sprint("other-", i), CanaryRate: 2 * a.canaryRate, BaselineRate: 2 * a.baseRate, BaselineShare: a.baselineShare})
-		}
+		// Bonferroni over the fleet's 6 pairs: the deciding one first, the
+		// other 5 at the same rates and share.
+		pairs := fleetPairs(2*a.canaryRate, 2*a.baseRate, a.baselineShare)
 		r, err := Power(PowerInput{Config: a.cfg, Schedule: slowMessagesSchedule, Pairs: pairs, Detect: &Regression{Share: a.canary}})
 		if err != nil {
 			t.Fatal(err)
@@ -539,10 +547,7 @@ func TestPowerPredictsTheDetectionBenchmark(t *testing.T) {
 		{"4 vehicles", 2, 0.00045, 1009, 30 * time.Second, 50 * time.Second},
 		{"6 vehicles", 4, 0.00032, 991, 30 * time.Second, 40 * time.Second},
 	} {
-		var aa []PairRate
-		for i := range 6 {
-			aa = append(aa, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * f.rate, BaselineRate: float64(f.baseline) * f.rate, BaselineShare: f.share})
-		}
+		aa := fleetPairs(2*f.rate, float64(f.baseline)*f.rate, f.share)
 		r, err := Power(PowerInput{Config: spuriousRetransmissions, Schedule: slowMessagesSchedule, Pairs: aa})
 		if err != nil {
 			t.Fatal(err)
@@ -582,11 +587,7 @@ func TestPowerSizesTheUntunedEditWithBothCPUsBusy(t *testing.T) {
 	size := func(maxIncrease float64) PowerResult {
 		cfg := slowMessages
 		cfg.MaxIncrease = maxIncrease
-		var pairs []PairRate
-		for i := range 6 {
-			pairs = append(pairs, PairRate{Pair: fmt.Sprint("pair-", i), CanaryRate: 2 * rate, BaselineRate: 2 * rate, BaselineShare: base})
-		}
-		r, err := Power(PowerInput{Config: cfg, Schedule: long, Pairs: pairs, Detect: &Regression{Share: share}})
+		r, err := Power(PowerInput{Config: cfg, Schedule: long, Pairs: fleetPairs(2*rate, 2*rate, base), Detect: &Regression{Share: share}})
 		if err != nil {
 			t.Fatal(err)
 		}
